@@ -1,0 +1,138 @@
+//! The exact PoRep circuit: storage-proofs' `StackedCircuit` for each partition of a C1.
+//!
+//! Everything generic over the Merkle tree shape stays in this module; the rest of the
+//! pipeline sees only [`PartitionCircuits`] and concrete assignment types.
+
+use anyhow::{anyhow, bail, ensure, Result};
+use blstrs::Scalar as Fr;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::constants::{
+    DefaultPieceDomain, DefaultPieceHasher, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB,
+    SectorShape64GiB, SectorShape8MiB,
+};
+use filecoin_proofs::types::{MerkleTreeTrait, PoRepConfig};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+
+use crate::synth::{self, ProvingAssignment, SizeHint};
+
+/// The partition circuits of one C1, ready to synthesize.
+pub trait PartitionCircuits: Send + Sync {
+    fn partitions(&self) -> usize;
+    /// Public inputs of partition `k` (without the leading ONE).
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
+    /// Builds and synthesizes partition `k`.
+    fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
+}
+
+type VanillaProofs<Tree> = Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>;
+
+/// The circuits of one C1 for the tree shape `Tree`.
+pub struct Porep<Tree: 'static + MerkleTreeTrait> {
+    public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    public_params: stacked::PublicParams<Tree>,
+    vanilla: VanillaProofs<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        StackedCompound::<Tree, DefaultPieceHasher>::generate_public_inputs(
+            &self.public_inputs,
+            &self.public_params,
+            Some(k),
+        )
+    }
+
+    fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
+        synth::synthesize(self.circuit(k)?, hint)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
+    /// storage-proofs' circuit for partition `k`.
+    pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.vanilla[k],
+            &self.public_params,
+            Some(k),
+        )
+    }
+
+    pub fn new(config: &PoRepConfig, c1: SealCommitPhase1Output) -> Result<Self> {
+        build::<Tree>(config, c1)
+    }
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    c1: SealCommitPhase1Output,
+) -> Result<Porep<Tree>> {
+    let SealCommitPhase1Output {
+        vanilla_proofs,
+        comm_r,
+        comm_d,
+        replica_id,
+        seed,
+        ..
+    } = c1;
+    ensure!(comm_d != [0; 32], "the C1 has an all-zero comm_d");
+    ensure!(comm_r != [0; 32], "the C1 has an all-zero comm_r");
+    ensure!(seed != [0; 32], "the C1 has an all-zero seed");
+    let vanilla: VanillaProofs<Tree> = vanilla_proofs
+        .try_into()
+        .map_err(|e| anyhow!("vanilla proofs do not match the registered proof: {e}"))?;
+    let partitions = usize::from(config.partitions);
+    ensure!(
+        vanilla.len() == partitions,
+        "the C1 holds vanilla proofs for {} partitions, {:?} has {}",
+        vanilla.len(),
+        config.sector_size,
+        partitions
+    );
+    ensure!(
+        vanilla.iter().all(|p| !p.is_empty()),
+        "the C1 has a partition without vanilla proofs"
+    );
+    let comm_r = filecoin_proofs::as_safe_commitment(&comm_r, "comm_r")
+        .map_err(|e| anyhow!("the C1's comm_r is not a field element: {e}"))?;
+    let comm_d = filecoin_proofs::as_safe_commitment(&comm_d, "comm_d")
+        .map_err(|e| anyhow!("the C1's comm_d is not a field element: {e}"))?;
+    let public_params = filecoin_proofs::parameters::public_params::<Tree>(config)?;
+    let fr: Fr = replica_id.into();
+    let public_inputs = stacked::PublicInputs {
+        replica_id: fr.into(),
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(seed),
+    };
+    Ok(Porep {
+        public_inputs,
+        public_params,
+        vanilla,
+    })
+}
+
+/// Builds the partition circuits of `c1` for its registered proof's sector shape.
+pub fn porep_circuits(
+    config: &PoRepConfig,
+    c1: SealCommitPhase1Output,
+) -> Result<Box<dyn PartitionCircuits>> {
+    Ok(match u64::from(config.sector_size) {
+        2048 => Box::new(build::<SectorShape2KiB>(config, c1)?),
+        8388608 => Box::new(build::<SectorShape8MiB>(config, c1)?),
+        536870912 => Box::new(build::<SectorShape512MiB>(config, c1)?),
+        34359738368 => Box::new(build::<SectorShape32GiB>(config, c1)?),
+        68719476736 => Box::new(build::<SectorShape64GiB>(config, c1)?),
+        other => bail!("unsupported sector size {other}"),
+    })
+}

@@ -1,0 +1,270 @@
+//! Command-line flags and their validation into a [`Config`].
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cuzk-prove",
+    version,
+    about = "Single-shot Groth16 prover for Filecoin PoRep commit phase 2 (C2)",
+    long_about = "Single-shot Groth16 prover for Filecoin PoRep commit phase 2 (C2).\n\n\
+        Reads a C1 output (lotus-bench wrapper or raw filecoin-proofs-api JSON), memory-maps \
+        the Groth16 parameters, synthesizes the partition circuits, proves them, verifies the \
+        proofs and writes 192 bytes per partition.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub prove: ProveArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Seal a small sector for real with filecoin-proofs and write its C1 (test data).
+    #[command(name = "seal-test-c1", hide = true)]
+    SealTestC1 {
+        /// Sector size (2KiB or 8MiB are practical).
+        #[arg(long, default_value = "2KiB")]
+        sector_size: String,
+        /// Output directory for c1.json and meta.json.
+        #[arg(short, long)]
+        out_dir: PathBuf,
+        #[arg(long, default_value_t = 1000)]
+        miner_id: u64,
+        #[arg(long, default_value_t = 1)]
+        sector_num: u64,
+        /// Seed of the sector data, ticket and challenge seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Generate TEST-ONLY parameters with storage-proofs' generator into a cache directory.
+    #[command(name = "test-params", hide = true)]
+    TestParams {
+        /// Registered seal proof, e.g. StackedDrg2KiBV1_1.
+        #[arg(long, default_value = "StackedDrg2KiBV1_1")]
+        proof: String,
+        #[arg(long)]
+        param_cache: PathBuf,
+    },
+    /// Print the man page (roff) generated from these flags.
+    #[command(name = "manpage", hide = true)]
+    Manpage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Device {
+    /// CUDA when a GPU and a CUDA build are present, else the CPU.
+    Auto,
+    Cpu,
+    Cuda,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// After reading the C1.
+    Parse,
+    /// After mapping and checking the parameters.
+    Srs,
+    /// After synthesizing the circuits.
+    Synth,
+    /// After proving (no verification, nothing written).
+    Prove,
+}
+
+#[derive(Args, Debug)]
+pub struct ProveArgs {
+    /// C1 output: lotus-bench wrapper {"SectorNum","Phase1Out","SectorSize"} or raw
+    /// SealCommitPhase1Output JSON.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub c1: Option<PathBuf>,
+
+    /// Where to write the proof (192 bytes per partition); written atomically, only after
+    /// the proof verifies.
+    #[arg(
+        short,
+        long,
+        value_name = "FILE",
+        required_unless_present = "stop_after"
+    )]
+    pub output: Option<PathBuf>,
+
+    /// The Groth16 parameters file (.params); overrides --param-cache.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
+
+    /// Directory holding v28-stacked-proof-of-replication-…-<hash>.params and .vk.
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "FIL_PROOFS_PARAMETER_CACHE",
+        default_value = DEFAULT_PARAM_CACHE
+    )]
+    pub param_cache: PathBuf,
+
+    /// If the parameters are missing from --param-cache, generate TEST-ONLY parameters
+    /// there first (minutes; proofs made with them are worthless on chain).
+    #[arg(long)]
+    pub gen_test_params: bool,
+
+    /// Miner actor id: with --sector-num, check that the C1's replica_id derives from them.
+    #[arg(long, value_name = "N")]
+    pub miner_id: Option<u64>,
+
+    /// Sector number for the replica_id check (default: the wrapper's SectorNum).
+    #[arg(long, value_name = "N")]
+    pub sector_num: Option<u64>,
+
+    /// Prover backend.
+    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    pub device: Device,
+
+    /// Threads for synthesis (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub synth_threads: Option<usize>,
+
+    /// Reserve the assignment vectors at their final size (from the parameter headers).
+    #[arg(long, overrides_with = "no_presize", action = ArgAction::SetTrue)]
+    pub presize: bool,
+
+    /// Grow the assignment vectors as synthesis goes.
+    #[arg(long, overrides_with = "presize", action = ArgAction::SetTrue)]
+    pub no_presize: bool,
+
+    /// Partitions synthesized and proved at once (bounds memory; default: all).
+    #[arg(long, value_name = "N")]
+    pub max_circuits: Option<usize>,
+
+    /// Prove only partition K (0-based); the output is then one 192-byte proof.
+    #[arg(long, value_name = "K")]
+    pub partition: Option<usize>,
+
+    /// Stop after a phase, e.g. to isolate it under `perf stat`.
+    #[arg(long, value_enum, value_name = "PHASE")]
+    pub stop_after: Option<Phase>,
+
+    /// Skip verifying the proof before writing it.
+    #[arg(long)]
+    pub no_verify: bool,
+
+    /// Print a table of phase timings on stderr.
+    #[arg(long)]
+    pub timings: bool,
+
+    /// Write timings, sizes, counts, versions and flags as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Validated settings of one proving run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Config {
+    pub c1: PathBuf,
+    pub output: Option<PathBuf>,
+    pub params: Option<PathBuf>,
+    pub param_cache: PathBuf,
+    pub gen_test_params: bool,
+    pub miner_id: Option<u64>,
+    pub sector_num: Option<u64>,
+    pub device: Device,
+    pub synth_threads: usize,
+    pub presize: bool,
+    pub max_circuits: Option<usize>,
+    pub partition: Option<usize>,
+    pub stop_after: Option<Phase>,
+    pub verify: bool,
+    pub timings: bool,
+    pub json: Option<PathBuf>,
+    pub quiet: bool,
+    /// Test-only: derive r, s from this seed instead of the OS (never from the CLI).
+    #[serde(skip)]
+    pub rng_seed: Option<u64>,
+}
+
+impl Config {
+    /// Defaults for a run on `c1` writing `output` (as the CLI would with no other flags).
+    pub fn new(c1: PathBuf, output: Option<PathBuf>) -> Self {
+        Self {
+            c1,
+            output,
+            params: None,
+            param_cache: PathBuf::from(DEFAULT_PARAM_CACHE),
+            gen_test_params: false,
+            miner_id: None,
+            sector_num: None,
+            device: Device::Auto,
+            synth_threads: rayon::current_num_threads(),
+            presize: true,
+            max_circuits: None,
+            partition: None,
+            stop_after: None,
+            verify: true,
+            timings: false,
+            json: None,
+            quiet: false,
+            rng_seed: None,
+        }
+    }
+}
+
+impl TryFrom<ProveArgs> for Config {
+    type Error = anyhow::Error;
+
+    fn try_from(a: ProveArgs) -> Result<Self> {
+        let Some(c1) = a.c1 else {
+            bail!("--c1 FILE is required")
+        };
+        if a.synth_threads == Some(0) {
+            bail!("--synth-threads must be at least 1");
+        }
+        if a.max_circuits == Some(0) {
+            bail!("--max-circuits must be at least 1");
+        }
+        if a.sector_num.is_some() && a.miner_id.is_none() {
+            bail!("--sector-num needs --miner-id for the replica_id check");
+        }
+        Ok(Self {
+            c1,
+            output: a.output,
+            params: a.params,
+            param_cache: a.param_cache,
+            gen_test_params: a.gen_test_params,
+            miner_id: a.miner_id,
+            sector_num: a.sector_num,
+            device: a.device,
+            synth_threads: a
+                .synth_threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+            presize: !a.no_presize,
+            max_circuits: a.max_circuits,
+            partition: a.partition,
+            stop_after: a.stop_after,
+            verify: !a.no_verify,
+            timings: a.timings,
+            json: a.json,
+            quiet: a.quiet,
+            rng_seed: None,
+        })
+    }
+}
+
+/// The man page, rendered from the same clap definition as `--help`.
+pub fn manpage() -> Result<String> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd).render(&mut out)?;
+    Ok(String::from_utf8(out)?)
+}

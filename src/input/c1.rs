@@ -1,0 +1,225 @@
+//! Reading a C1 (`SealCommitPhase1Output`) in either of the two forms found in the wild:
+//! - the lotus-bench / Curio wrapper `{"SectorNum", "Phase1Out", "SectorSize"}` where
+//!   `Phase1Out` is the standard base64 of the raw JSON;
+//! - the raw filecoin-proofs-api JSON (`registered_proof`, `vanilla_proofs`, `comm_r`, ...).
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine;
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+use serde_json::Value;
+use storage_proofs_core::api_version::ApiFeature;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum C1Format {
+    /// `{"SectorNum", "Phase1Out", "SectorSize"}` as lotus-bench and Curio write it.
+    Wrapper,
+    /// The filecoin-proofs-api `SealCommitPhase1Output` JSON.
+    Raw,
+}
+
+pub struct C1 {
+    pub format: C1Format,
+    pub registered_proof: RegisteredSealProof,
+    /// The wrapper's `SectorNum`, when present.
+    pub sector_num: Option<u64>,
+    pub output: SealCommitPhase1Output,
+    pub file_bytes: usize,
+}
+
+impl C1 {
+    pub fn sector_size(&self) -> u64 {
+        u64::from(self.registered_proof.sector_size())
+    }
+}
+
+/// Every registered proof this reader knows, for error messages.
+fn known_proofs() -> String {
+    use RegisteredSealProof::*;
+    [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+    ]
+    .iter()
+    .map(|p| format!("{p:?}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+pub fn parse_registered_proof(name: &str) -> Result<RegisteredSealProof> {
+    let proof: RegisteredSealProof = serde_json::from_value(Value::String(name.to_owned()))
+        .map_err(|_| {
+            anyhow!(
+                "unknown registered proof '{name}' (known: {})",
+                known_proofs()
+            )
+        })?;
+    if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        bail!(
+            "registered proof '{name}' is non-interactive PoRep, whose C2 output is an aggregate \
+             of the partition proofs; cuzk-prove writes per-partition proofs only"
+        );
+    }
+    Ok(proof)
+}
+
+pub fn read_c1(path: &Path) -> Result<C1> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read C1 file {}", path.display()))?;
+    parse_c1(&bytes).with_context(|| format!("C1 file {}", path.display()))
+}
+
+pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
+    let outer: Value = serde_json::from_slice(bytes).map_err(|e| anyhow!("not valid JSON: {e}"))?;
+    let obj = outer
+        .as_object()
+        .ok_or_else(|| anyhow!("expected a JSON object"))?;
+
+    let (format, sector_num, declared_size, raw) = if let Some(p1) = obj.get("Phase1Out") {
+        let b64 = p1
+            .as_str()
+            .ok_or_else(|| anyhow!("Phase1Out is not a string"))?;
+        let inner = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|e| anyhow!("Phase1Out is not valid base64: {e}"))?;
+        let raw: Value = serde_json::from_slice(&inner)
+            .map_err(|e| anyhow!("Phase1Out does not hold valid JSON: {e}"))?;
+        let num = |k: &str| -> Result<Option<u64>> {
+            match obj.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .map(Some)
+                    .ok_or_else(|| anyhow!("{k} is not an unsigned integer")),
+            }
+        };
+        (
+            C1Format::Wrapper,
+            num("SectorNum")?,
+            num("SectorSize")?,
+            raw,
+        )
+    } else if obj.contains_key("registered_proof") {
+        (C1Format::Raw, None, None, outer)
+    } else {
+        bail!(
+            "neither a lotus-bench wrapper (no \"Phase1Out\") nor a SealCommitPhase1Output \
+             (no \"registered_proof\")"
+        );
+    };
+
+    let name = raw
+        .get("registered_proof")
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("the C1 has no \"registered_proof\" string"))?;
+    let registered_proof = parse_registered_proof(name)?;
+    let size = u64::from(registered_proof.sector_size());
+    if let Some(declared) = declared_size {
+        if declared != size {
+            bail!("wrapper says SectorSize {declared} but the C1 is for {name} ({size} bytes)");
+        }
+    }
+    let output: SealCommitPhase1Output = serde_json::from_value(raw)
+        .map_err(|e| anyhow!("malformed SealCommitPhase1Output: {e}"))?;
+    Ok(C1 {
+        format,
+        registered_proof,
+        sector_num,
+        output,
+        file_bytes: bytes.len(),
+    })
+}
+
+/// The 32-byte prover id Lotus derives from a miner actor id: the ID address payload
+/// (unsigned LEB128 of the id), zero-padded.
+pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let (mut v, mut i) = (miner_id, 0);
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out[i] = byte;
+            break;
+        }
+        out[i] = byte | 0x80;
+        i += 1;
+    }
+    out
+}
+
+/// Parses `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` or a byte count.
+pub fn parse_sector_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let v = match t.to_ascii_lowercase().as_str() {
+        "2kib" | "2k" => 2 << 10,
+        "8mib" | "8m" => 8 << 20,
+        "512mib" | "512m" => 512 << 20,
+        "32gib" | "32g" => 32 << 30,
+        "64gib" | "64g" => 64 << 30,
+        other => other.parse::<u64>().map_err(|_| {
+            anyhow!("unknown sector size '{s}' (use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB)")
+        })?,
+    };
+    match v {
+        2048 | 8388608 | 536870912 | 34359738368 | 68719476736 => Ok(v),
+        _ => bail!("unsupported sector size {v} (use 2KiB, 8MiB, 512MiB, 32GiB or 64GiB)"),
+    }
+}
+
+pub fn sector_size_name(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 => format!("{}MiB", b >> 20),
+        b => format!("{}KiB", b >> 10),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_id_is_leb128_of_miner_id() {
+        assert_eq!(prover_id_from_miner(1000)[..3], [0xe8, 0x07, 0x00]);
+        assert_eq!(prover_id_from_miner(5)[..2], [5, 0]);
+    }
+
+    #[test]
+    fn sector_sizes_parse() {
+        assert_eq!(parse_sector_size("2KiB").unwrap(), 2048);
+        assert_eq!(parse_sector_size("32GiB").unwrap(), 32 << 30);
+        assert!(parse_sector_size("4KiB").is_err());
+        assert_eq!(sector_size_name(8 << 20), "8MiB");
+    }
+
+    #[test]
+    fn unknown_and_non_interactive_proofs_are_refused() {
+        let e = parse_registered_proof("StackedDrg4KiBV1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown registered proof 'StackedDrg4KiBV1'"),
+            "{e}"
+        );
+        let e = parse_registered_proof("StackedDrg2KiBV1_2_Feat_NonInteractivePoRep")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("non-interactive"), "{e}");
+    }
+}

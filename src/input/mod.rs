@@ -1,0 +1,4 @@
+//! Inputs: the C1 JSON and the memory-mapped SRS.
+
+pub mod c1;
+pub mod srs;

@@ -1,0 +1,16 @@
+//! cuzk-prove: a single-shot Groth16 prover for Filecoin PoRep commit phase 2.
+//!
+//! The pipeline, one module each: [`input`] (C1, SRS) → [`circuit`] → [`synth`] →
+//! [`prove`] (backend: cpu) → [`verify`] and [`output`] → [`report`]; [`pipeline`] runs
+//! them in order, [`cli`] turns flags into a validated [`cli::Config`].
+
+pub mod circuit;
+pub mod cli;
+pub mod input;
+pub mod output;
+pub mod pipeline;
+pub mod prove;
+pub mod report;
+pub mod synth;
+pub mod testdata;
+pub mod verify;

@@ -1,0 +1,94 @@
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+
+use cuzk_prove::cli::{Cli, Command, Config};
+use cuzk_prove::input::c1::{parse_registered_proof, parse_sector_size};
+use cuzk_prove::testdata::{self, TEST_ONLY_NOTICE};
+use cuzk_prove::{output, pipeline};
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("cuzk_prove=warn"))
+        .format_timestamp_millis()
+        .init();
+    let cli = Cli::parse();
+    match real_main(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the context chain, outermost first.
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("cuzk-prove: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::SealTestC1 {
+            sector_size,
+            out_dir,
+            miner_id,
+            sector_num,
+            seed,
+        }) => {
+            let proof = match parse_sector_size(&sector_size)? {
+                2048 => "StackedDrg2KiBV1_1",
+                8388608 => "StackedDrg8MiBV1_1",
+                536870912 => "StackedDrg512MiBV1_1",
+                34359738368 => "StackedDrg32GiBV1_1",
+                _ => "StackedDrg64GiBV1_1",
+            };
+            let meta = testdata::seal::seal_fixture(
+                parse_registered_proof(proof)?,
+                &out_dir,
+                miner_id,
+                sector_num,
+                seed,
+            )?;
+            eprintln!(
+                "sealed {} sector {}: comm_r {} → {}",
+                meta.registered_proof,
+                meta.sector_num,
+                meta.comm_r,
+                out_dir.join("c1.json").display()
+            );
+            Ok(())
+        }
+        Some(Command::TestParams { proof, param_cache }) => {
+            let proof = parse_registered_proof(&proof)?;
+            eprintln!("notice: generating {TEST_ONLY_NOTICE}");
+            let paths = testdata::params::generate(proof, &param_cache, 0)?;
+            eprintln!("{}", paths.params.display());
+            Ok(())
+        }
+        Some(Command::Manpage) => {
+            print!("{}", cuzk_prove::cli::manpage()?);
+            Ok(())
+        }
+        None => prove(Config::try_from(cli.prove)?),
+    }
+}
+
+fn prove(cfg: Config) -> Result<()> {
+    let out = pipeline::run(&cfg)?;
+    if cfg.timings {
+        eprint!("{}", out.timings.table());
+    }
+    if let Some(path) = &cfg.json {
+        let mut report = out.report;
+        report["timings_s"] = out.timings.to_json();
+        let bytes = serde_json::to_vec_pretty(&report)?;
+        output::write_atomic(path, &bytes)
+            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+    }
+    if !cfg.quiet {
+        if let Some(o) = &cfg.output {
+            if !out.proof.is_empty() {
+                eprintln!("wrote {} bytes to {}", out.proof.len(), o.display());
+            }
+        }
+    }
+    Ok(())
+}

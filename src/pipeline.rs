@@ -1,0 +1,252 @@
+//! One proving run: input (C1, SRS) → circuit → synth → prove backend → verify → write →
+//! report.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, ensure, Context, Result};
+use bellperson::groth16::Proof;
+use blstrs::Bls12;
+use filecoin_hashers::poseidon::PoseidonHasher;
+use filecoin_proofs_api::RegisteredSealProof;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{OsRng, SeedableRng};
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::circuit::{porep_circuits, PartitionCircuits};
+use crate::cli::{Config, Device, Phase};
+use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
+use crate::input::srs::Srs;
+use crate::prove::{assemble, cpu::Cpu, Backend, Randomness};
+use crate::report::Timings;
+use crate::synth::{presize, Shape};
+use crate::testdata::{self, TEST_ONLY_NOTICE};
+use crate::{output, verify};
+
+/// What a run produced.
+pub struct Outcome {
+    /// The proof bytes (empty when stopped before proving).
+    pub proof: Vec<u8>,
+    pub timings: Timings,
+    /// The `--json` report.
+    pub report: serde_json::Value,
+}
+
+fn log(cfg: &Config, msg: &str) {
+    if !cfg.quiet {
+        eprintln!("{msg}");
+    }
+}
+
+/// Resolves the parameters file: `--params`, else the standard name in `--param-cache`
+/// (generating TEST-ONLY parameters there first with `--gen-test-params`).
+fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> Result<PathBuf> {
+    if let Some(p) = &cfg.params {
+        return Ok(p.clone());
+    }
+    let paths = testdata::params::cache_paths(proof, &cfg.param_cache)?;
+    if paths.params.exists() {
+        return Ok(paths.params);
+    }
+    if !cfg.gen_test_params {
+        bail!(
+            "no parameters for {proof:?} in {}: expected {} (cuzk-prove never downloads \
+             parameters; fetch them, pass --params FILE, or use --gen-test-params for \
+             TEST-ONLY ones)",
+            cfg.param_cache.display(),
+            paths.params.display()
+        );
+    }
+    log(
+        cfg,
+        &format!(
+            "notice: generating {TEST_ONLY_NOTICE}.\n        {proof:?} → {} (this takes \
+             minutes, once)",
+            cfg.param_cache.display()
+        ),
+    );
+    let paths = t.time("generate test parameters", || {
+        testdata::params::generate(proof, &cfg.param_cache, 0)
+    })?;
+    Ok(paths.params)
+}
+
+/// Checks that the C1's replica_id is the one derived from miner id and sector number.
+fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
+    let Some(miner_id) = cfg.miner_id else {
+        return Ok(());
+    };
+    let sector_num = cfg.sector_num.or(c1.sector_num).context(
+        "--miner-id needs --sector-num (or a wrapper C1 with SectorNum) for the replica_id check",
+    )?;
+    let config = c1.registered_proof.as_v1_config();
+    let o = &c1.output;
+    let expected = storage_proofs_porep::stacked::generate_replica_id::<PoseidonHasher, _>(
+        &prover_id_from_miner(miner_id),
+        sector_num,
+        &o.ticket,
+        o.comm_d,
+        &config.porep_id,
+    );
+    ensure!(
+        expected == o.replica_id,
+        "the C1's replica_id is not the one of miner {miner_id}, sector {sector_num} (wrong \
+         --miner-id/--sector-num, or the C1 belongs to another sector)"
+    );
+    Ok(())
+}
+
+pub fn run(cfg: &Config) -> Result<Outcome> {
+    let mut t = Timings::new(!cfg.quiet);
+    if let Some(out) = &cfg.output {
+        output::check_path(out)?;
+    }
+    if let Some(json) = &cfg.json {
+        output::check_path(json)?;
+    }
+    let backend: Box<dyn Backend> = match cfg.device {
+        Device::Auto | Device::Cpu => Box::new(Cpu),
+        Device::Cuda => bail!(
+            "--device cuda: this build of cuzk-prove has no CUDA backend yet; use --device cpu \
+             (or auto)"
+        ),
+    };
+
+    let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
+    let proof = c1.registered_proof;
+    let porep_config = proof.as_v1_config();
+    check_replica_id(cfg, &c1)?;
+    let partitions = usize::from(porep_config.partitions);
+    if let Some(k) = cfg.partition {
+        ensure!(
+            k < partitions,
+            "--partition {k} is out of range: {proof:?} has {partitions} partitions (0..{})",
+            partitions - 1
+        );
+    }
+    let mut report = json!({
+        "cuzk_prove_version": env!("CARGO_PKG_VERSION"),
+        "c1": { "path": cfg.c1, "format": c1.format, "bytes": c1.file_bytes,
+                "registered_proof": format!("{proof:?}"),
+                "sector_size": c1.sector_size(),
+                "sector_size_name": sector_size_name(c1.sector_size()),
+                "sector_num": c1.sector_num },
+        "partitions": partitions,
+        "backend": backend.name(),
+        "flags": cfg,
+    });
+    let done = |t: Timings, report| {
+        Ok(Outcome {
+            proof: Vec::new(),
+            timings: t,
+            report,
+        })
+    };
+    if cfg.stop_after == Some(Phase::Parse) {
+        return done(t, report);
+    }
+
+    let params_path = locate_params(cfg, proof, &mut t)?;
+    let srs = t.time("map + check SRS", || -> Result<Srs> {
+        let srs = Srs::open(&params_path)?;
+        let vk_path = params_path.with_extension("vk");
+        if let Ok(vk) = std::fs::read(&vk_path) {
+            ensure!(
+                vk == srs.vk_bytes(),
+                "{} does not match the verifying key in {}",
+                vk_path.display(),
+                params_path.display()
+            );
+        }
+        Ok(srs)
+    })?;
+    report["params"] = json!({
+        "path": srs.path, "bytes": srs.file_len(), "domain": srs.domain_size(),
+        "sections": [srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
+    });
+
+    let circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
+        porep_circuits(&porep_config, c1.output)
+    })?;
+    let todo: Vec<usize> = match cfg.partition {
+        Some(k) => vec![k],
+        None => (0..circuits.partitions()).collect(),
+    };
+    let inputs: Vec<Vec<blstrs::Scalar>> = t.time("public inputs", || {
+        todo.par_iter()
+            .map(|&k| circuits.public_inputs(k))
+            .collect::<Result<_>>()
+    })?;
+    srs.check_public_inputs(inputs[0].len())?;
+    if cfg.stop_after == Some(Phase::Srs) {
+        return done(t, report);
+    }
+
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cfg.synth_threads)
+        .build()?;
+    let hint = cfg.presize.then(|| presize::hint_from_srs(&srs));
+    let randomness = match cfg.rng_seed {
+        Some(seed) => Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), todo.len()),
+        None => Randomness::draw(&mut OsRng, todo.len()),
+    };
+    let batch = cfg.max_circuits.unwrap_or(todo.len()).max(1);
+    let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
+    let mut shape = None;
+    for (b, ks) in todo.chunks(batch).enumerate() {
+        let mut parts = t.time("synthesis", || {
+            pool.install(|| {
+                ks.par_iter()
+                    .map(|&k| {
+                        circuits
+                            .synthesize(k, hint)
+                            .with_context(|| format!("partition {k}"))
+                    })
+                    .collect::<Result<Vec<_>>>()
+            })
+        })?;
+        for p in &parts {
+            let s = Shape::of(p);
+            ensure!(
+                shape.is_none() || shape == Some(s),
+                "partition circuits differ in shape: {s:?} vs {shape:?}"
+            );
+            shape = Some(s);
+        }
+        srs.check_circuit(shape.as_ref().unwrap())?;
+        if cfg.stop_after == Some(Phase::Synth) {
+            continue;
+        }
+        let products = backend.products(&srs, &mut parts, &mut t)?;
+        drop(parts);
+        let rs = &randomness[b * batch..];
+        let assembled = t.time("assemble proofs", || {
+            products
+                .iter()
+                .zip(rs)
+                .map(|(p, r)| assemble(&srs.vk, p, *r))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        proofs.extend(ks.iter().copied().zip(assembled));
+    }
+    report["circuit"] = json!(shape);
+    if matches!(cfg.stop_after, Some(Phase::Synth) | Some(Phase::Prove)) {
+        return done(t, report);
+    }
+
+    if cfg.verify {
+        t.time("verify", || verify::verify(&srs.vk, &proofs, &inputs))?;
+    }
+    report["verified"] = json!(cfg.verify);
+    let just: Vec<Proof<Bls12>> = proofs.into_iter().map(|(_, p)| p).collect();
+    let bytes = output::encode(&just)?;
+    if let Some(out) = &cfg.output {
+        t.time("write proof", || output::write_atomic(out, &bytes))?;
+        report["output"] = json!({ "path": out, "bytes": bytes.len() });
+    }
+    Ok(Outcome {
+        proof: bytes,
+        timings: t,
+        report,
+    })
+}

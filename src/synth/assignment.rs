@@ -1,0 +1,288 @@
+//! The proving assignment: what synthesis hands to every prover backend.
+//!
+//! Semantics follow bellperson 0.27's private `ProvingAssignment` exactly, so a proof made
+//! from this type with given r, s is bit-identical to bellperson's:
+//! - `alloc` pushes an aux value and grows both aux density trackers;
+//! - `alloc_input` pushes an input value and grows the B input tracker;
+//! - `enforce` evaluates the three linear combinations at the current assignment; a term
+//!   with a non-zero coefficient marks its variable in the A (aux only: inputs are dense
+//!   in A) and B (inputs and aux) trackers; C marks nothing (its query is dense).
+
+use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+
+/// A growable bit set that counts its set bits: which variables a query touches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Density {
+    words: Vec<u64>,
+    len: usize,
+    total: usize,
+}
+
+impl Density {
+    pub fn with_capacity(bits: usize) -> Self {
+        Self {
+            words: Vec::with_capacity(bits.div_ceil(64)),
+            len: 0,
+            total: 0,
+        }
+    }
+
+    /// Appends one variable, not (yet) in the query.
+    #[inline]
+    pub fn add_element(&mut self) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        self.len += 1;
+    }
+
+    /// Marks variable `i` as used by the query.
+    #[inline]
+    pub fn inc(&mut self, i: usize) {
+        let (w, b) = (i / 64, 1u64 << (i % 64));
+        if self.words[w] & b == 0 {
+            self.words[w] |= b;
+            self.total += 1;
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.words[i / 64] & (1u64 << (i % 64)) != 0
+    }
+
+    /// Number of variables tracked.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of variables in the query.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// The raw words, bit `i % 64` of word `i / 64` set when variable `i` is used.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
+/// Capacities to reserve up front (see `--presize`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SizeHint {
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+}
+
+/// One synthesized partition circuit.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProvingAssignment {
+    /// Evaluations of the A, B, C linear combinations, one per constraint, including the
+    /// `input × 1 = 0`-style constraints appended for every input.
+    pub a: Vec<Fr>,
+    pub b: Vec<Fr>,
+    pub c: Vec<Fr>,
+    /// `input_assignment[0]` is the constant ONE.
+    pub input_assignment: Vec<Fr>,
+    pub aux_assignment: Vec<Fr>,
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl ProvingAssignment {
+    pub fn with_hint(hint: SizeHint) -> Self {
+        Self {
+            a: Vec::with_capacity(hint.constraints),
+            b: Vec::with_capacity(hint.constraints),
+            c: Vec::with_capacity(hint.constraints),
+            input_assignment: Vec::with_capacity(hint.inputs),
+            aux_assignment: Vec::with_capacity(hint.aux),
+            a_aux_density: Density::with_capacity(hint.aux),
+            b_input_density: Density::with_capacity(hint.inputs),
+            b_aux_density: Density::with_capacity(hint.aux),
+        }
+    }
+
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Appends the constraint `input_i * 0 = 0` for every input, as bellperson's prover
+    /// does after synthesis: it makes the inputs linearly independent in A.
+    pub fn enforce_input_constraints(&mut self) {
+        for i in 0..self.input_assignment.len() {
+            self.enforce(
+                || "",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+    }
+}
+
+#[inline]
+fn eval(
+    lc: &LinearCombination<Fr>,
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+    inputs: &[Fr],
+    aux: &[Fr],
+) -> Fr {
+    let mut acc = Fr::ZERO;
+    for (&i, coeff) in lc.iter_inputs() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        acc += if *coeff == Fr::ONE {
+            inputs[i]
+        } else {
+            inputs[i] * coeff
+        };
+        if let Some(d) = input_density.as_deref_mut() {
+            d.inc(i);
+        }
+    }
+    for (&i, coeff) in lc.iter_aux() {
+        if bool::from(coeff.is_zero()) {
+            continue;
+        }
+        acc += if *coeff == Fr::ONE {
+            aux[i]
+        } else {
+            aux[i] * coeff
+        };
+        if let Some(d) = aux_density.as_deref_mut() {
+            d.inc(i);
+        }
+    }
+    acc
+}
+
+impl ConstraintSystem<Fr> for ProvingAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.add_element();
+        self.b_aux_density.add_element();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.add_element();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        let a = eval(
+            &a(LinearCombination::zero()),
+            None,
+            Some(&mut self.a_aux_density),
+            inputs,
+            aux,
+        );
+        let b = eval(
+            &b(LinearCombination::zero()),
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        let c = eval(&c(LinearCombination::zero()), None, None, inputs, aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_counts_each_variable_once() {
+        let mut d = Density::default();
+        for _ in 0..130 {
+            d.add_element();
+        }
+        d.inc(3);
+        d.inc(3);
+        d.inc(129);
+        assert_eq!((d.len(), d.total()), (130, 2));
+        assert!(d.get(3) && d.get(129) && !d.get(4));
+    }
+
+    #[test]
+    fn enforce_tracks_densities_like_bellperson() {
+        let mut cs = ProvingAssignment::default();
+        let one = cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+        let x = cs.alloc(|| "x", || Ok(Fr::from(3u64))).unwrap();
+        let y = cs.alloc(|| "y", || Ok(Fr::from(4u64))).unwrap();
+        let z = cs.alloc(|| "z", || Ok(Fr::from(12u64))).unwrap();
+        // A term with a zero coefficient marks nothing.
+        cs.enforce(
+            || "x*y=z",
+            |lc| lc + x + (Fr::ZERO, y),
+            |lc| lc + y + one,
+            |lc| lc + z,
+        );
+        cs.enforce_input_constraints();
+        assert_eq!(cs.a, vec![Fr::from(3u64), Fr::ONE]);
+        assert_eq!(cs.b, vec![Fr::from(5u64), Fr::ZERO]);
+        assert_eq!(cs.c, vec![Fr::from(12u64), Fr::ZERO]);
+        assert_eq!(cs.a_aux_density.total(), 1);
+        assert!(cs.a_aux_density.get(0) && !cs.a_aux_density.get(1));
+        assert_eq!(cs.b_aux_density.total(), 1);
+        assert!(cs.b_aux_density.get(1));
+        assert_eq!(cs.b_input_density.total(), 1);
+    }
+}

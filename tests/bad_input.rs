@@ -1,0 +1,259 @@
+//! Bad input: one clear line naming the problem, a non-zero exit, no panic, no output.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// Runs the prover on `c1` with `extra` flags and checks the failure contract.
+fn expect_error(name: &str, c1: &Path, extra: &[&OsStr], needle: &str) {
+    let dir = scratch(name);
+    let out = dir.join("proof.bin");
+    let mut args: Vec<&OsStr> = vec![
+        OsStr::new("--c1"),
+        c1.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ];
+    args.extend_from_slice(extra);
+    if !extra
+        .iter()
+        .any(|a| *a == "--params" || *a == "--param-cache")
+    {
+        args.push(OsStr::new("--param-cache"));
+        args.push(param_cache().as_os_str());
+    }
+    expect_failure(name, &args, needle, &out);
+}
+
+fn expect_failure(name: &str, args: &[&OsStr], needle: &str, out: &Path) {
+    let res = run(args);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(
+        res.status.code(),
+        Some(1),
+        "{name}: exit status {:?}: {stderr}",
+        res.status
+    );
+    assert!(!stderr.contains("panicked"), "{name}: panicked: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{name}: expected one line, got: {stderr}");
+    assert!(
+        lines[0].starts_with("cuzk-prove: error: "),
+        "{name}: {stderr}"
+    );
+    assert!(
+        lines[0].contains(needle),
+        "{name}: '{needle}' not in: {stderr}"
+    );
+    assert!(!out.exists(), "{name}: output left behind");
+    if let Some(dir) = out.parent().filter(|d| d.exists()) {
+        let leftovers: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+        assert!(
+            leftovers.iter().all(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                !n.to_string_lossy().contains(".tmp-")
+            }),
+            "{name}: temp file left behind"
+        );
+    }
+}
+
+fn write_c1(name: &str, contents: &[u8]) -> PathBuf {
+    let p = scratch(&format!("{name}-in")).join("c1.json");
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+#[test]
+fn missing_c1_file() {
+    expect_error(
+        "missing",
+        Path::new("/nonexistent/c1.json"),
+        &[],
+        "cannot read C1 file /nonexistent/c1.json",
+    );
+}
+
+#[test]
+fn malformed_json() {
+    let c1 = write_c1("malformed", b"{\"SectorNum\": 1, \"Phase1Out\": ");
+    expect_error("malformed", &c1, &[], "not valid JSON");
+}
+
+#[test]
+fn bad_base64() {
+    let c1 = write_c1(
+        "b64",
+        br#"{"SectorNum":1,"Phase1Out":"@@not base64@@","SectorSize":2048}"#,
+    );
+    expect_error("b64", &c1, &[], "Phase1Out is not valid base64");
+}
+
+#[test]
+fn unknown_registered_proof() {
+    let c1 = write_c1(
+        "unknown",
+        br#"{"registered_proof":"StackedDrg4KiBV1","vanilla_proofs":{}}"#,
+    );
+    expect_error(
+        "unknown",
+        &c1,
+        &[],
+        "unknown registered proof 'StackedDrg4KiBV1'",
+    );
+}
+
+#[test]
+fn wrapper_sector_size_disagrees_with_the_c1() {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture_c1()).unwrap()).unwrap();
+    v["SectorSize"] = serde_json::json!(8 << 20);
+    let c1 = write_c1("size", &serde_json::to_vec(&v).unwrap());
+    expect_error("size", &c1, &[], "SectorSize 8388608");
+}
+
+#[test]
+fn c1_for_another_sector_size_than_the_parameters() {
+    let c1 = root().join("testdata/8mib/c1.json");
+    let params = params_file();
+    expect_error(
+        "8mib-vs-2kib",
+        &c1,
+        &[OsStr::new("--params"), params.as_os_str()],
+        "another sector size",
+    );
+    // With a cache directory it is the file name that does not exist.
+    expect_error(
+        "8mib-cache",
+        &c1,
+        &[],
+        "no parameters for StackedDrg8MiBV1_1",
+    );
+}
+
+/// Copies the fixture's parameters, then lets `edit` change the copy.
+fn edited_params(name: &str, edit: impl FnOnce(&mut std::fs::File, u64)) -> PathBuf {
+    let dst = scratch(&format!("{name}-params")).join("test.params");
+    std::fs::copy(params_file(), &dst).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&dst)
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    edit(&mut f, len);
+    dst
+}
+
+#[test]
+fn truncated_parameters() {
+    let p = edited_params("trunc", |f, len| f.set_len(len / 2).unwrap());
+    expect_error(
+        "trunc",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "truncated or corrupt",
+    );
+    let p = edited_params("tiny", |f, _| f.set_len(100).unwrap());
+    expect_error(
+        "tiny",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "truncated or corrupt",
+    );
+}
+
+/// Offsets of the section counts: vk, ic, then h, l, a, b_g1, b_g2.
+fn counts(f: &mut std::fs::File) -> Vec<(u64, u32, u64)> {
+    let mut at = 3 * 96 + 3 * 192;
+    let mut out = Vec::new();
+    for size in [96u64, 96, 96, 96, 96, 192] {
+        let mut b = [0u8; 4];
+        f.seek(SeekFrom::Start(at)).unwrap();
+        f.read_exact(&mut b).unwrap();
+        let n = u32::from_be_bytes(b);
+        out.push((at, n, size));
+        at += 4 + n as u64 * size;
+    }
+    out
+}
+
+#[test]
+fn parameters_with_wrong_counts() {
+    // A self-consistent file whose B sections hold one point too few for the circuit.
+    let p = edited_params("counts", |f, len| {
+        let c = counts(f);
+        let ((b1_at, b1_n, _), (b2_at, b2_n, _)) = (c[4], c[5]);
+        let mut b2 = vec![0u8; (len - b2_at - 4 - 192) as usize];
+        f.seek(SeekFrom::Start(b2_at + 4)).unwrap();
+        f.read_exact(&mut b2).unwrap();
+        let new_b2_at = b2_at - 96;
+        f.seek(SeekFrom::Start(b1_at)).unwrap();
+        f.write_all(&(b1_n - 1).to_be_bytes()).unwrap();
+        f.seek(SeekFrom::Start(new_b2_at)).unwrap();
+        f.write_all(&(b2_n - 1).to_be_bytes()).unwrap();
+        f.write_all(&b2).unwrap();
+        f.set_len(new_b2_at + 4 + b2.len() as u64).unwrap();
+    });
+    expect_error(
+        "counts",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "section 'b_g1' has",
+    );
+    // A count that runs past the end of the file.
+    let p = edited_params("count-past-end", |f, _| {
+        let (l_at, l_n, _) = counts(f)[1];
+        f.seek(SeekFrom::Start(l_at)).unwrap();
+        f.write_all(&(l_n + 1000).to_be_bytes()).unwrap();
+    });
+    expect_error(
+        "count-past-end",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "truncated or corrupt",
+    );
+}
+
+#[test]
+fn output_in_a_missing_directory() {
+    let out = Path::new("/nonexistent-dir/sub/proof.bin");
+    let args = [
+        OsStr::new("--c1"),
+        fixture_c1().into_os_string().leak(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--param-cache"),
+        param_cache().as_os_str(),
+    ];
+    expect_failure(
+        "missing-dir",
+        &args,
+        "output directory /nonexistent-dir/sub does not exist",
+        out,
+    );
+}
+
+#[test]
+fn cuda_device_is_refused_clearly_in_a_cpu_build() {
+    expect_error(
+        "cuda",
+        &fixture_c1(),
+        &[OsStr::new("--device"), OsStr::new("cuda")],
+        "no CUDA backend",
+    );
+}
+
+#[test]
+fn partition_out_of_range() {
+    expect_error(
+        "partition",
+        &fixture_c1(),
+        &[OsStr::new("--partition"), OsStr::new("1")],
+        "--partition 1 is out of range",
+    );
+}

@@ -1,0 +1,95 @@
+//! Shared test helpers: the bundled 2KiB fixture and locally generated TEST-ONLY parameters.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use cuzk_prove::testdata::seal::Meta;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_cuzk-prove");
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture_c1() -> PathBuf {
+    root().join("testdata/2kib/c1.json")
+}
+
+pub fn fixture_meta() -> Meta {
+    let bytes = std::fs::read(root().join("testdata/2kib/meta.json")).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// The TEST-ONLY parameter cache shared by the tests and the README's main command
+/// (`target/test-params`, or `$CUZK_TEST_PARAMS`), generated on first use with
+/// storage-proofs' generator. Also points filecoin-proofs' own verifier at it.
+pub fn param_cache() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::var_os("CUZK_TEST_PARAMS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("target/test-params"));
+        let out = Command::new(BIN)
+            .args([
+                "test-params",
+                "--proof",
+                "StackedDrg2KiBV1_1",
+                "--param-cache",
+            ])
+            .arg(&dir)
+            .output()
+            .expect("run cuzk-prove test-params");
+        assert!(
+            out.status.success(),
+            "test parameter generation failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // filecoin-proofs reads its settings once per process, from the environment.
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        dir
+    })
+}
+
+pub fn params_file() -> PathBuf {
+    let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
+    cuzk_prove::testdata::params::cache_paths(proof, param_cache())
+        .unwrap()
+        .params
+}
+
+pub fn scratch(name: &str) -> PathBuf {
+    let d = root()
+        .join("target/test-scratch")
+        .join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub fn run(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .output()
+        .expect("run cuzk-prove")
+}
+
+/// filecoin-proofs' own verifier on a proof of the fixture.
+pub fn verify_seal(meta: &Meta, proof: &[u8]) -> bool {
+    use cuzk_prove::testdata::seal::unhex32;
+    param_cache();
+    let registered = cuzk_prove::input::c1::parse_registered_proof(&meta.registered_proof).unwrap();
+    filecoin_proofs_api::seal::verify_seal(
+        registered,
+        unhex32(&meta.comm_r).unwrap(),
+        unhex32(&meta.comm_d).unwrap(),
+        unhex32(&meta.prover_id).unwrap(),
+        filecoin_proofs_api::SectorId::from(meta.sector_num),
+        unhex32(&meta.ticket).unwrap(),
+        unhex32(&meta.seed).unwrap(),
+        proof,
+    )
+    .unwrap_or(false)
+}
