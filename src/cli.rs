@@ -54,6 +54,22 @@ pub enum Command {
         #[arg(long)]
         param_cache: PathBuf,
     },
+    /// Generate TEST-ONLY Groth16 parameters of production shape (fast; trapdoor forgotten).
+    #[command(name = "gen-params")]
+    GenParams {
+        /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (registered proof V1_1).
+        #[arg(long, value_name = "SIZE")]
+        sector_size: Option<String>,
+        /// Registered seal proof instead of --sector-size, e.g. StackedDrg32GiBV1_1.
+        #[arg(long, value_name = "NAME", conflicts_with = "sector_size")]
+        proof: Option<String>,
+        /// Output directory (a parameter cache: standard file names).
+        #[arg(short, long, value_name = "DIR")]
+        out_dir: PathBuf,
+        /// Derive the trapdoor from this seed (reproducible files) instead of the OS.
+        #[arg(long, value_name = "N")]
+        seed: Option<u64>,
+    },
     /// Print the man page (roff) generated from these flags.
     #[command(name = "manpage", hide = true)]
     Manpage,

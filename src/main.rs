@@ -33,13 +33,7 @@ fn real_main(cli: Cli) -> Result<()> {
             sector_num,
             seed,
         }) => {
-            let proof = match parse_sector_size(&sector_size)? {
-                2048 => "StackedDrg2KiBV1_1",
-                8388608 => "StackedDrg8MiBV1_1",
-                536870912 => "StackedDrg512MiBV1_1",
-                34359738368 => "StackedDrg32GiBV1_1",
-                _ => "StackedDrg64GiBV1_1",
-            };
+            let proof = v1_1_proof(parse_sector_size(&sector_size)?);
             let meta = testdata::seal::seal_fixture(
                 parse_registered_proof(proof)?,
                 &out_dir,
@@ -63,11 +57,46 @@ fn real_main(cli: Cli) -> Result<()> {
             eprintln!("{}", paths.params.display());
             Ok(())
         }
+        Some(Command::GenParams {
+            sector_size,
+            proof,
+            out_dir,
+            seed,
+        }) => {
+            let proof = match (proof, sector_size) {
+                (Some(p), _) => parse_registered_proof(&p)?,
+                (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?))?,
+                (None, None) => anyhow::bail!("gen-params needs --sector-size or --proof"),
+            };
+            eprintln!("notice: generating {TEST_ONLY_NOTICE}");
+            let t = std::time::Instant::now();
+            let (paths, g) = testdata::gen_params::generate(proof, &out_dir, seed)?;
+            eprintln!(
+                "{proof:?}: {} constraints, {} inputs, {} aux, domain {} → {} ({:.1} s)",
+                g.constraints,
+                g.inputs,
+                g.aux,
+                g.domain,
+                paths.params.display(),
+                t.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
         Some(Command::Manpage) => {
             print!("{}", cuzk_prove::cli::manpage()?);
             Ok(())
         }
         None => prove(Config::try_from(cli.prove)?),
+    }
+}
+
+fn v1_1_proof(sector_size: u64) -> &'static str {
+    match sector_size {
+        2048 => "StackedDrg2KiBV1_1",
+        8388608 => "StackedDrg8MiBV1_1",
+        536870912 => "StackedDrg512MiBV1_1",
+        34359738368 => "StackedDrg32GiBV1_1",
+        _ => "StackedDrg64GiBV1_1",
     }
 }
 

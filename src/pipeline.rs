@@ -16,11 +16,11 @@ use serde_json::json;
 use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
-use crate::input::srs::Srs;
+use crate::input::srs::{cache_paths, Srs};
 use crate::prove::{assemble, cpu::Cpu, Backend, Randomness};
 use crate::report::Timings;
 use crate::synth::{presize, Shape};
-use crate::testdata::{self, TEST_ONLY_NOTICE};
+use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
 /// What a run produced.
@@ -44,7 +44,7 @@ fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> R
     if let Some(p) = &cfg.params {
         return Ok(p.clone());
     }
-    let paths = testdata::params::cache_paths(proof, &cfg.param_cache)?;
+    let paths = cache_paths(proof, &cfg.param_cache)?;
     if paths.params.exists() {
         return Ok(paths.params);
     }
@@ -65,8 +65,8 @@ fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> R
             cfg.param_cache.display()
         ),
     );
-    let paths = t.time("generate test parameters", || {
-        testdata::params::generate(proof, &cfg.param_cache, 0)
+    let (paths, _) = t.time("generate test parameters", || {
+        testdata::gen_params::generate(proof, &cfg.param_cache, Some(TEST_PARAMS_SEED))
     })?;
     Ok(paths.params)
 }

@@ -10,6 +10,8 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use filecoin_proofs_api::RegisteredSealProof;
+
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::groth16::VerifyingKey;
 use blstrs::{Bls12, G1Affine, G2Affine};
@@ -19,6 +21,25 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 
 use crate::synth::Shape;
+
+/// `v28-<circuit id>.params` / `.vk` / `.meta` in `dir`.
+pub struct CachePaths {
+    pub params: PathBuf,
+    pub vk: PathBuf,
+    pub meta: PathBuf,
+}
+
+pub fn cache_paths(proof: RegisteredSealProof, dir: &Path) -> Result<CachePaths> {
+    let id = proof
+        .circuit_identifier()
+        .context("cannot compute the circuit identifier")?;
+    let v = storage_proofs_core::parameter_cache::VERSION;
+    Ok(CachePaths {
+        params: dir.join(format!("v{v}-{id}.params")),
+        vk: dir.join(format!("v{v}-{id}.vk")),
+        meta: dir.join(format!("v{v}-{id}.meta")),
+    })
+}
 
 pub const G1_SIZE: usize = 96;
 pub const G2_SIZE: usize = 192;

@@ -3,7 +3,7 @@
 //! seed gives the same files, written under the standard cache file names.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use bellperson::groth16::generate_random_parameters;
@@ -19,24 +19,7 @@ use rand_core::SeedableRng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
-/// `v28-<circuit id>.params` / `.vk` / `.meta` in `dir`.
-pub struct CachePaths {
-    pub params: PathBuf,
-    pub vk: PathBuf,
-    pub meta: PathBuf,
-}
-
-pub fn cache_paths(proof: RegisteredSealProof, dir: &Path) -> Result<CachePaths> {
-    let id = proof
-        .circuit_identifier()
-        .context("cannot compute the circuit identifier")?;
-    let v = storage_proofs_core::parameter_cache::VERSION;
-    Ok(CachePaths {
-        params: dir.join(format!("v{v}-{id}.params")),
-        vk: dir.join(format!("v{v}-{id}.vk")),
-        meta: dir.join(format!("v{v}-{id}.meta")),
-    })
-}
+pub use crate::input::srs::{cache_paths, CachePaths};
 
 fn generate_shape<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredSealProof,

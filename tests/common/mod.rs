@@ -24,28 +24,33 @@ pub fn fixture_meta() -> Meta {
 
 /// The TEST-ONLY parameter cache shared by the tests and the README's main command
 /// (`target/test-params`, or `$CUZK_TEST_PARAMS`), generated on first use with
-/// storage-proofs' generator. Also points filecoin-proofs' own verifier at it.
+/// `cuzk-prove gen-params` and the same seed `--gen-test-params` uses (storage-proofs'
+/// generator makes the same shape, minutes slower: see tests/gen_params.rs). Also points
+/// filecoin-proofs' own verifier at it.
 pub fn param_cache() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = std::env::var_os("CUZK_TEST_PARAMS")
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("target/test-params"));
-        let out = Command::new(BIN)
-            .args([
-                "test-params",
-                "--proof",
-                "StackedDrg2KiBV1_1",
-                "--param-cache",
-            ])
-            .arg(&dir)
-            .output()
-            .expect("run cuzk-prove test-params");
-        assert!(
-            out.status.success(),
-            "test parameter generation failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
+        if !cuzk_prove::input::srs::cache_paths(proof, &dir)
+            .unwrap()
+            .params
+            .exists()
+        {
+            let seed = cuzk_prove::testdata::TEST_PARAMS_SEED.to_string();
+            let out = Command::new(BIN)
+                .args(["gen-params", "--sector-size", "2KiB", "--seed", &seed, "-o"])
+                .arg(&dir)
+                .output()
+                .expect("run cuzk-prove gen-params");
+            assert!(
+                out.status.success(),
+                "test parameter generation failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         // filecoin-proofs reads its settings once per process, from the environment.
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
         dir
@@ -54,7 +59,7 @@ pub fn param_cache() -> &'static Path {
 
 pub fn params_file() -> PathBuf {
     let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
-    cuzk_prove::testdata::params::cache_paths(proof, param_cache())
+    cuzk_prove::input::srs::cache_paths(proof, param_cache())
         .unwrap()
         .params
 }
