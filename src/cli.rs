@@ -148,11 +148,12 @@ pub struct ProveArgs {
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
 
-    /// Reserve the assignment vectors at their final size (from the parameter headers).
+    /// Reserve the assignment vectors up front from the parameter headers (default off:
+    /// no gain measured at 2KiB, and the constraint vectors are reserved at domain size).
     #[arg(long, overrides_with = "no_presize", action = ArgAction::SetTrue)]
     pub presize: bool,
 
-    /// Grow the assignment vectors as synthesis goes.
+    /// Grow the assignment vectors as synthesis goes (default).
     #[arg(long, overrides_with = "presize", action = ArgAction::SetTrue)]
     pub no_presize: bool,
 
@@ -223,7 +224,7 @@ impl Config {
             sector_num: None,
             device: Device::Auto,
             synth_threads: rayon::current_num_threads(),
-            presize: true,
+            presize: false,
             max_circuits: None,
             partition: None,
             stop_after: None,
@@ -264,7 +265,7 @@ impl TryFrom<ProveArgs> for Config {
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-            presize: !a.no_presize,
+            presize: a.presize && !a.no_presize,
             max_circuits: a.max_circuits,
             partition: a.partition,
             stop_after: a.stop_after,

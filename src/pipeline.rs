@@ -41,10 +41,26 @@ fn log(cfg: &Config, msg: &str) {
 /// Resolves the parameters file: `--params`, else the standard name in `--param-cache`
 /// (generating TEST-ONLY parameters there first with `--gen-test-params`).
 fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> Result<PathBuf> {
+    let paths = cache_paths(proof, &cfg.param_cache)?;
     if let Some(p) = &cfg.params {
+        // A file under a standard cache name must be the one for this C1's circuit.
+        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+        let expected = paths
+            .params
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if let Some(name) = name.filter(|n| n.starts_with("v28-stacked-proof-of-replication")) {
+            ensure!(
+                name == expected,
+                "parameters {} are for another circuit than the C1's {proof:?} (another sector \
+                 size or proof type): expected {expected}",
+                p.display()
+            );
+        }
         return Ok(p.clone());
     }
-    let paths = cache_paths(proof, &cfg.param_cache)?;
     if paths.params.exists() {
         return Ok(paths.params);
     }
@@ -125,7 +141,14 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         );
     }
     let mut report = json!({
-        "cuzk_prove_version": env!("CARGO_PKG_VERSION"),
+        "versions": {
+            "cuzk-prove": env!("CARGO_PKG_VERSION"),
+            "filecoin-proofs": env!("CUZK_DEP_FILECOIN_PROOFS"),
+            "storage-proofs-porep": env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
+            "bellperson": env!("CUZK_DEP_BELLPERSON"),
+            "blstrs": env!("CUZK_DEP_BLSTRS"),
+            "blst": env!("CUZK_DEP_BLST"),
+        },
         "c1": { "path": cfg.c1, "format": c1.format, "bytes": c1.file_bytes,
                 "registered_proof": format!("{proof:?}"),
                 "sector_size": c1.sector_size(),
@@ -160,8 +183,15 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         }
         Ok(srs)
     })?;
+    // Test parameters carry a label in their .meta file; say so wherever they are used.
+    let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
+        .is_ok_and(|m| m.contains("\"test_only\""));
+    if test_only {
+        log(cfg, &format!("notice: using {TEST_ONLY_NOTICE}"));
+    }
     report["params"] = json!({
         "path": srs.path, "bytes": srs.file_len(), "domain": srs.domain_size(),
+        "test_only": test_only,
         "sections": [srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
     });
 

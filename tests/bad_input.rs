@@ -126,11 +126,22 @@ fn c1_for_another_sector_size_than_the_parameters() {
         &[OsStr::new("--params"), params.as_os_str()],
         "another sector size",
     );
-    // With a cache directory it is the file name that does not exist.
+    // Renamed, the same file is caught by its section counts, before any proving.
+    let renamed = scratch("renamed-params").join("mine.params");
+    std::os::unix::fs::symlink(&params, &renamed).unwrap();
+    expect_error(
+        "8mib-vs-renamed-2kib",
+        &c1,
+        &[OsStr::new("--params"), renamed.as_os_str()],
+        "do not match the circuit",
+    );
+    // In a cache directory holding only 2KiB parameters, the 8MiB file name is missing.
+    let cache = scratch("2kib-only-cache");
+    std::os::unix::fs::symlink(&params, cache.join(params.file_name().unwrap())).unwrap();
     expect_error(
         "8mib-cache",
         &c1,
-        &[],
+        &[OsStr::new("--param-cache"), cache.as_os_str()],
         "no parameters for StackedDrg8MiBV1_1",
     );
 }

@@ -70,6 +70,11 @@ fn proves_the_2kib_fixture_and_filecoin_proofs_verifies_it() {
     assert_eq!(report["c1"]["format"], "Wrapper");
     assert_eq!(report["output"]["bytes"], 192);
     assert_eq!(report["verified"], true);
+    assert_eq!(report["params"]["test_only"], true);
+    assert!(
+        stderr.contains("notice: using TEST-ONLY parameters"),
+        "{stderr}"
+    );
     assert_eq!(report["backend"], "cpu");
     let c = &report["circuit"];
     assert!(c["constraints"].as_u64().unwrap() > 0);
@@ -78,7 +83,7 @@ fn proves_the_2kib_fixture_and_filecoin_proofs_verifies_it() {
         c["constraints"].as_u64().unwrap().next_power_of_two()
     );
     assert!(report["timings_s"]["synthesis"].as_f64().unwrap() > 0.0);
-    assert_eq!(report["flags"]["presize"], true);
+    assert_eq!(report["flags"]["presize"], false);
 }
 
 #[test]
@@ -101,7 +106,7 @@ fn raw_c1_json_and_flag_variants_prove_too() {
         out.as_os_str(),
         OsStr::new("--params"),
         params.as_os_str(),
-        OsStr::new("--no-presize"),
+        OsStr::new("--presize"),
         OsStr::new("--synth-threads"),
         OsStr::new("1"),
         OsStr::new("--partition"),

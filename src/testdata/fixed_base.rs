@@ -78,27 +78,44 @@ impl AffinePoint for G2Affine {
     }
 }
 
-const WINDOW: usize = 12;
+/// Signed windows of WINDOW bits: digits in [−2^(WINDOW−1), 2^(WINDOW−1)], so a row holds
+/// 2^(WINDOW−1) multiples and a negative digit negates y for free.
+const WINDOW: usize = 16;
+/// Scalars are below 2^255, so the top window holds at most 2^(WINDOW−1) − 1 plus a carry:
+/// no carry leaves it.
 const WINDOWS: usize = 255usize.div_ceil(WINDOW);
+const HALF: i32 = 1 << (WINDOW - 1);
 /// Scalars per batch: enough to amortise the inversion, small enough for cache.
 const BATCH: usize = 512;
 
-/// table[i][d] = d · 2^(WINDOW·i) · G (entry 0 unused).
+/// rows[i][d − 1] = d · 2^(WINDOW·i) · G for 1 ≤ d ≤ 2^(WINDOW−1).
 pub struct FixedBase<A: AffinePoint> {
     rows: Vec<Vec<A>>,
 }
 
-#[inline]
-fn digit(bytes: &[u8; 32], window: usize) -> usize {
-    let bit = window * WINDOW;
-    let (byte, shift) = (bit / 8, bit % 8);
-    let mut v = 0u32;
-    for k in 0..3 {
-        if byte + k < 32 {
-            v |= (bytes[byte + k] as u32) << (8 * k);
+/// The signed base-2^WINDOW digits of a scalar, least significant first.
+fn signed_digits(k: &Fr) -> [i32; WINDOWS] {
+    let bytes = k.to_bytes_le();
+    let mut out = [0i32; WINDOWS];
+    let mut carry = 0i32;
+    for (w, d) in out.iter_mut().enumerate() {
+        let bit = w * WINDOW;
+        let mut raw = 0u32;
+        for k in 0..3 {
+            let byte = bit / 8 + k;
+            if byte < 32 {
+                raw |= (bytes[byte] as u32) << (8 * k);
+            }
         }
+        let v = ((raw >> (bit % 8)) & ((1 << WINDOW) - 1)) as i32 + carry;
+        (*d, carry) = if v > HALF {
+            (v - (1 << WINDOW), 1)
+        } else {
+            (v, 0)
+        };
     }
-    ((v >> shift) & ((1 << WINDOW) - 1)) as usize
+    debug_assert_eq!(carry, 0);
+    out
 }
 
 impl<A: AffinePoint> FixedBase<A> {
@@ -107,13 +124,14 @@ impl<A: AffinePoint> FixedBase<A> {
         let mut base = A::Proj::generator();
         let mut rows = Vec::with_capacity(WINDOWS);
         for _ in 0..WINDOWS {
-            let mut row = Vec::with_capacity(1 << WINDOW);
-            let mut acc = A::Proj::identity();
-            for _ in 0..(1 << WINDOW) {
+            let mut row = Vec::with_capacity(HALF as usize);
+            let mut acc = base;
+            for _ in 0..HALF {
                 row.push(acc);
                 acc += base;
             }
-            base = acc;
+            // acc = (2^(WINDOW−1) + 1)·base; the next row's base is 2^WINDOW · base.
+            base = row[HALF as usize - 1].double();
             rows.push(A::batch_affine(&row));
         }
         Self { rows }
@@ -130,35 +148,37 @@ impl<A: AffinePoint> FixedBase<A> {
 
     fn batch(&self, ks: &[Fr], out: &mut [A]) {
         let n = ks.len();
-        let bytes: Vec<[u8; 32]> = ks.iter().map(|k| k.to_bytes_le()).collect();
+        let digits: Vec<[i32; WINDOWS]> = ks.iter().map(signed_digits).collect();
         let mut acc: Vec<Option<(A::F, A::F)>> = vec![None; n];
-        let mut lanes: Vec<(usize, usize)> = Vec::with_capacity(n);
+        // Lanes adding this window: (lane, table point), and the x-differences to invert.
+        let mut lanes: Vec<(usize, A::F, A::F)> = Vec::with_capacity(n);
         let mut dens: Vec<A::F> = Vec::with_capacity(n);
         for (w, row) in self.rows.iter().enumerate() {
             lanes.clear();
             dens.clear();
             for j in 0..n {
-                let d = digit(&bytes[j], w);
+                let d = digits[j][w];
                 if d == 0 {
                     continue;
                 }
-                let (tx, ty) = row[d].xy();
+                let (tx, ty) = row[d.unsigned_abs() as usize - 1].xy();
+                let ty = if d < 0 { -ty } else { ty };
                 match acc[j] {
                     None => acc[j] = Some((tx, ty)),
                     Some((ax, ay)) if ax == tx => {
                         // Doubling or cancellation: rare, done the slow way.
-                        acc[j] = A::add_slow(A::from_xy(ax, ay), row[d]).map(|p| p.xy());
+                        let t = A::from_xy(tx, ty);
+                        acc[j] = A::add_slow(A::from_xy(ax, ay), t).map(|p| p.xy());
                     }
                     Some((ax, _)) => {
-                        lanes.push((j, d));
+                        lanes.push((j, tx, ty));
                         dens.push(tx - ax);
                     }
                 }
             }
             batch_invert(&mut dens);
-            for (&(j, d), inv) in lanes.iter().zip(&dens) {
+            for (&(j, tx, ty), inv) in lanes.iter().zip(&dens) {
                 let (ax, ay) = acc[j].unwrap();
-                let (tx, ty) = row[d].xy();
                 let lambda = (ty - ay) * inv;
                 let x3 = lambda.square() - ax - tx;
                 let y3 = lambda * (ax - x3) - ay;
@@ -211,8 +231,10 @@ mod tests {
         ks[3] = Fr::ZERO;
         ks[4] = Fr::ONE;
         ks[5] = -Fr::ONE;
-        ks[6] = Fr::from(1u64 << 12);
-        ks[7] = Fr::from((1u64 << 12) + 1);
+        ks[6] = Fr::from(1u64 << 15);
+        ks[7] = Fr::from((1u64 << 15) + 1);
+        ks[8] = Fr::from((1u64 << 16) - 1);
+        ks[9] = -Fr::from(1u64 << 15);
         let got = table.mul_many(&ks);
         for (k, p) in ks.iter().zip(&got) {
             assert_eq!(*p, (A::Proj::generator() * k).to_affine(), "k = {k:?}");

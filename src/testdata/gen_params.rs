@@ -379,7 +379,10 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
         .with_extension(format!("tmp-{}", std::process::id()));
     fs::write(&vk_tmp, &vk)?;
     fs::rename(&vk_tmp, &paths.vk)?;
-    let meta = serde_json::json!({ "sector_size": u64::from(proof.sector_size()) });
+    let meta = serde_json::json!({
+        "sector_size": u64::from(proof.sector_size()),
+        "test_only": super::TEST_ONLY_NOTICE,
+    });
     fs::write(&paths.meta, serde_json::to_vec(&meta)?)?;
     Ok(Generated {
         constraints,

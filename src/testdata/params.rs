@@ -66,7 +66,10 @@ pub fn generate(proof: RegisteredSealProof, dir: &Path, seed: u64) -> Result<Cac
         .with_context(|| format!("cannot write {}", paths.params.display()))?;
     write(&paths.vk, &|f| params.vk.write(f))
         .with_context(|| format!("cannot write {}", paths.vk.display()))?;
-    let meta = serde_json::json!({ "sector_size": u64::from(proof.sector_size()) });
+    let meta = serde_json::json!({
+        "sector_size": u64::from(proof.sector_size()),
+        "test_only": super::TEST_ONLY_NOTICE,
+    });
     write(&paths.meta, &|f| {
         serde_json::to_writer(f, &meta).map_err(std::io::Error::other)
     })
