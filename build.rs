@@ -1,10 +1,33 @@
-//! Build script. Records the versions of the proving crates for the `--json` report; the
-//! CUDA kernels under `cuda/` will be compiled here with the `cc` crate when nvcc is
-//! available (until they exist the build is CPU-only).
+//! Build script.
+//! - Records the versions of the proving crates for the `--json` report.
+//! - Compiles the CUDA kernels under `cuda/` with nvcc (found through `$NVCC`,
+//!   `$CUDA_PATH`/`$CUDA_HOME`, then `PATH`) for sm_80, sm_89, sm_90 and sm_120 plus
+//!   compute_90 PTX, linked with the static CUDA runtime, and sets `cfg(cuzk_cuda)`.
+//!   Without nvcc the build is CPU-only; feature `cuda` makes nvcc mandatory.
+
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=Cargo.lock");
+    println!("cargo:rerun-if-changed=cuda");
+    for v in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH"] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+    println!("cargo::rustc-check-cfg=cfg(cuzk_cuda)");
+    record_versions();
+
+    match find_nvcc() {
+        Some(nvcc) => build_cuda(&nvcc),
+        None if std::env::var_os("CARGO_FEATURE_CUDA").is_some() => panic!(
+            "feature `cuda` needs nvcc: set NVCC, CUDA_PATH or CUDA_HOME, or put nvcc on PATH \
+             (README: building with CUDA)"
+        ),
+        None => println!("cargo:warning=nvcc not found: building cuzk-prove without CUDA"),
+    }
+}
+
+fn record_versions() {
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
     for krate in [
         "filecoin-proofs",
@@ -22,4 +45,59 @@ fn main() {
         let var = krate.to_uppercase().replace('-', "_");
         println!("cargo:rustc-env=CUZK_DEP_{var}={version}");
     }
+}
+
+fn find_nvcc() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NVCC") {
+        return Some(PathBuf::from(p));
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(dir) = std::env::var_os(var) {
+            let p = Path::new(&dir).join("bin/nvcc");
+            if p.exists() {
+                return Some(p);
+            }
+        }
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("nvcc"))
+        .find(|p| p.exists())
+}
+
+fn build_cuda(nvcc: &Path) {
+    // The toolkit root: nvcc lives in <root>/bin.
+    let root = nvcc
+        .canonicalize()
+        .unwrap_or_else(|_| nvcc.to_owned())
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_owned)
+        .expect("nvcc path has no toolkit root");
+    // cc drives nvcc (wrapping host flags in -Xcompiler) when it finds it through NVCC.
+    std::env::set_var("NVCC", nvcc);
+    let mut b = cc::Build::new();
+    b.cuda(true)
+        .cudart("static")
+        .flag("-std=c++17")
+        .flag("-O3")
+        .flag("-Xcompiler=-fPIC");
+    for arch in ["80", "89", "90", "120"] {
+        b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+    }
+    b.flag("-gencode=arch=compute_90,code=compute_90");
+    for f in ["cuda/device.cu", "cuda/field/fr_test.cu"] {
+        b.file(f);
+    }
+    b.compile("cuzk_cuda");
+    for lib in ["lib64", "lib"] {
+        let d = root.join(lib);
+        if d.exists() {
+            println!("cargo:rustc-link-search=native={}", d.display());
+        }
+    }
+    println!("cargo:rustc-link-lib=static=cudart_static");
+    for l in ["dl", "rt", "pthread"] {
+        println!("cargo:rustc-link-lib={l}");
+    }
+    println!("cargo:rustc-cfg=cuzk_cuda");
 }

@@ -3,6 +3,7 @@
 //! the randomness (r, s) into the proof, identically for every backend and bellperson.
 
 pub mod cpu;
+pub mod cuda;
 
 use anyhow::{bail, Result};
 use bellperson::groth16::{Proof, VerifyingKey};

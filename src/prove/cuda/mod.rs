@@ -1,0 +1,82 @@
+//! The CUDA side: device discovery and the kernels under `cuda/`, behind safe wrappers
+//! that turn every CUDA error into one clear `anyhow` error. Present only in builds made
+//! with nvcc (`cfg(cuzk_cuda)`); otherwise every entry point says how to get one.
+
+use anyhow::{bail, Result};
+use blstrs::Scalar as Fr;
+
+pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
+nvcc); rebuild with the CUDA toolkit (README: building with CUDA) or use --device cpu";
+
+#[cfg(cuzk_cuda)]
+mod ffi {
+    use std::os::raw::{c_char, c_int};
+    extern "C" {
+        pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
+        pub fn cuzk_fr_ops(
+            a: *const u64,
+            b: *const u64,
+            out: *mut u64,
+            n: usize,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+    }
+}
+
+#[cfg(cuzk_cuda)]
+fn call(f: impl FnOnce(*mut std::os::raw::c_char, usize) -> std::os::raw::c_int) -> Result<()> {
+    let mut err = [0u8; 512];
+    let rc = f(err.as_mut_ptr() as *mut _, err.len());
+    if rc != 0 {
+        let end = err.iter().position(|&b| b == 0).unwrap_or(err.len());
+        bail!("CUDA: {}", String::from_utf8_lossy(&err[..end]));
+    }
+    Ok(())
+}
+
+/// Whether this binary was built with the CUDA kernels.
+pub fn built() -> bool {
+    cfg!(cuzk_cuda)
+}
+
+/// Number of usable CUDA devices (0 without a driver or GPU).
+pub fn device_count() -> Result<usize> {
+    #[cfg(cuzk_cuda)]
+    {
+        let mut n = 0;
+        // SAFETY: the callee writes one int and at most `errlen` bytes.
+        call(|e, l| unsafe { ffi::cuzk_device_count(&mut n, e, l) })?;
+        Ok(n as usize)
+    }
+    #[cfg(not(cuzk_cuda))]
+    bail!(NO_CUDA_BUILD)
+}
+
+/// (a·b, a+b, a−b) element-wise on the GPU: the field arithmetic the kernels build on,
+/// exposed so tests can hold it against blstrs.
+pub fn fr_ops(a: &[Fr], b: &[Fr]) -> Result<(Vec<Fr>, Vec<Fr>, Vec<Fr>)> {
+    anyhow::ensure!(a.len() == b.len(), "fr_ops: lengths differ");
+    #[cfg(cuzk_cuda)]
+    {
+        let n = a.len();
+        let mut out = vec![Fr::from(0u64); 3 * n];
+        // SAFETY: Scalar is #[repr(transparent)] over blst_fr, four u64 limbs in Montgomery
+        // form, the layout of the device's Fr; the buffers hold n, n and 3n elements.
+        call(|e, l| unsafe {
+            ffi::cuzk_fr_ops(
+                a.as_ptr() as *const u64,
+                b.as_ptr() as *const u64,
+                out.as_mut_ptr() as *mut u64,
+                n,
+                e,
+                l,
+            )
+        })?;
+        let sub = out.split_off(2 * n);
+        let add = out.split_off(n);
+        Ok((out, add, sub))
+    }
+    #[cfg(not(cuzk_cuda))]
+    bail!(NO_CUDA_BUILD)
+}
