@@ -37,54 +37,12 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use super::fixed_base::{AffinePoint, FixedBase};
 use crate::input::srs::{cache_paths, CachePaths};
 
-/// Counts variables and constraints without evaluating anything.
-#[derive(Default)]
-struct Counter {
-    inputs: usize,
-    aux: usize,
-    constraints: usize,
-}
-
-impl ConstraintSystem<Fr> for Counter {
-    type Root = Self;
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
-    }
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs += 1;
-        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
-    }
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        self.constraints += 1;
-    }
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-    fn pop_namespace(&mut self) {}
-    fn get_root(&mut self) -> &mut Self {
-        self
-    }
-}
-
-/// Accumulates u_j(τ), v_j(τ), w_j(τ) per variable (inputs first, then aux).
+/// One pass over the blank circuit. Without a Lagrange basis it only counts variables and
+/// constraints (the linear combinations are not even built); with one it accumulates
+/// u_j(τ), v_j(τ), w_j(τ) per variable (inputs first, then aux). Input 0 is the ONE the
+/// prover allocates before synthesis.
 struct Qap<'a> {
-    lagrange: &'a [Fr],
+    lagrange: Option<&'a [Fr]>,
     inputs: usize,
     next_input: usize,
     next_aux: usize,
@@ -92,6 +50,22 @@ struct Qap<'a> {
     u: Vec<Fr>,
     v: Vec<Fr>,
     w: Vec<Fr>,
+}
+
+impl<'a> Qap<'a> {
+    /// A pass for a circuit of `inputs` (with ONE) and `aux` variables; `None` counts them.
+    fn new(lagrange: Option<&'a [Fr]>, inputs: usize, aux: usize) -> Self {
+        Self {
+            lagrange,
+            inputs,
+            next_input: 1,
+            next_aux: 0,
+            constraint: 0,
+            u: vec![Fr::ZERO; inputs + aux],
+            v: vec![Fr::ZERO; inputs + aux],
+            w: vec![Fr::ZERO; inputs + aux],
+        }
+    }
 }
 
 impl ConstraintSystem<Fr> for Qap<'_> {
@@ -122,7 +96,11 @@ impl ConstraintSystem<Fr> for Qap<'_> {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-        let l = self.lagrange[self.constraint];
+        let Some(lagrange) = self.lagrange else {
+            self.constraint += 1;
+            return;
+        };
+        let l = lagrange[self.constraint];
         self.constraint += 1;
         let inputs = self.inputs;
         let slot = |v: Variable| match v.get_unchecked() {
@@ -267,13 +245,10 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
         )
     };
     // Pass 1: sizes. The prover adds ONE as input 0 and one constraint per input.
-    let mut count = Counter {
-        inputs: 1,
-        ..Default::default()
-    };
+    let mut count = Qap::new(None, 0, 0);
     blank().synthesize(&mut count)?;
-    let (inputs, aux) = (count.inputs, count.aux);
-    let constraints = count.constraints + inputs;
+    let (inputs, aux) = (count.next_input, count.next_aux);
+    let constraints = count.constraint + inputs;
     lap("counting pass");
     let m = constraints.next_power_of_two();
     ensure!(
@@ -292,16 +267,7 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
     lap("Lagrange basis");
 
     // Pass 2: QAP evaluations at τ.
-    let mut qap = Qap {
-        lagrange: &lagrange,
-        inputs,
-        next_input: 1,
-        next_aux: 0,
-        constraint: 0,
-        u: vec![Fr::ZERO; inputs + aux],
-        v: vec![Fr::ZERO; inputs + aux],
-        w: vec![Fr::ZERO; inputs + aux],
-    };
+    let mut qap = Qap::new(Some(&lagrange), inputs, aux);
     blank().synthesize(&mut qap)?;
     for j in 0..inputs {
         qap.u[j] += lagrange[qap.constraint + j];
