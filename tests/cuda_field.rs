@@ -23,6 +23,10 @@ fn gpu_or_skip() -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
 fn fr_mul_add_sub_match_blstrs() {
     if !gpu_or_skip() {
         return;
