@@ -70,6 +70,37 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         seed: Option<u64>,
     },
+    /// Generate a synthetic C1 of any sector size (TEST-ONLY: no sector is sealed).
+    ///
+    /// The vanilla proofs open a sector that repeats one random block, with labels
+    /// computed for the challenged nodes and random elsewhere, in sparse Merkle trees of
+    /// the true shape; filecoin-proofs' vanilla verifier accepts them and the PoRep circuit
+    /// is satisfied. Also writes <OUTPUT minus .json>.meta.json (miner, sector, ticket,
+    /// seed, commitments).
+    #[command(name = "gen-c1")]
+    GenC1 {
+        /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (registered proof V1_1).
+        #[arg(long, value_name = "SIZE")]
+        sector_size: Option<String>,
+        /// Registered seal proof instead of --sector-size (it fixes the porep id), e.g.
+        /// StackedDrg32GiBV1 or StackedDrg32GiBV1_1.
+        #[arg(long, value_name = "NAME", conflicts_with = "sector_size")]
+        proof: Option<String>,
+        /// Where to write the C1.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Write the raw SealCommitPhase1Output JSON instead of the lotus-bench wrapper.
+        #[arg(long)]
+        raw: bool,
+        #[arg(long, value_name = "N", default_value_t = 1000)]
+        miner_id: u64,
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        sector_num: u64,
+        /// Seed of every random choice, up to 64 hex digits (default: drawn from the OS
+        /// and recorded in the metadata file).
+        #[arg(long, value_name = "HEX")]
+        seed: Option<String>,
+    },
     /// Print the man page (roff) generated from these flags.
     #[command(name = "manpage", hide = true)]
     Manpage,

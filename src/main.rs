@@ -5,7 +5,7 @@ use clap::Parser;
 
 use cuzk_prove::cli::{Cli, Command, Config};
 use cuzk_prove::input::c1::{parse_registered_proof, parse_sector_size};
-use cuzk_prove::testdata::{self, TEST_ONLY_NOTICE};
+use cuzk_prove::testdata::{self, gen_c1, TEST_ONLY_NOTICE};
 use cuzk_prove::{output, pipeline};
 
 fn main() -> ExitCode {
@@ -79,6 +79,56 @@ fn real_main(cli: Cli) -> Result<()> {
                 g.domain,
                 paths.params.display(),
                 t.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Some(Command::GenC1 {
+            sector_size,
+            proof,
+            output: out,
+            raw,
+            miner_id,
+            sector_num,
+            seed,
+        }) => {
+            let proof = match (proof, sector_size) {
+                (Some(p), _) => parse_registered_proof(&p)?,
+                (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?))?,
+                (None, None) => anyhow::bail!("gen-c1 needs --sector-size or --proof"),
+            };
+            let seed = match seed {
+                Some(s) => gen_c1::parse_seed(&s)?,
+                None => rand::random(),
+            };
+            output::check_path(&out)?;
+            let meta_path = gen_c1::meta_path(&out);
+            let g = gen_c1::generate(&gen_c1::Options {
+                proof,
+                miner_id,
+                sector_num,
+                seed,
+            })?;
+            let bytes = gen_c1::encode(&g.c1, sector_num, raw)?;
+            output::write_atomic(&out, &bytes)
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            output::write_atomic(&meta_path, &serde_json::to_vec_pretty(&g.meta)?)
+                .with_context(|| format!("cannot write {}", meta_path.display()))?;
+            let s = &g.stats;
+            eprintln!(
+                "{proof:?}: {} partitions × {} challenges, {} layers, {} columns opened, {} \
+                 overlaps; generated in {:.2} s, vanilla proofs verified in {:.2} s; comm_r {} \
+                 → {} ({} bytes), {}",
+                s.partitions,
+                s.challenges / s.partitions.max(1),
+                s.layers,
+                s.columns,
+                s.overlaps,
+                s.generate_s,
+                s.verify_s,
+                g.meta.comm_r,
+                out.display(),
+                bytes.len(),
+                meta_path.display()
             );
             Ok(())
         }

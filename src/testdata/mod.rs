@@ -1,7 +1,9 @@
-//! Test data made locally: a really sealed small sector's C1, and TEST-ONLY Groth16
-//! parameters from storage-proofs' own generator. Nothing here is ever downloaded.
+//! Test data made locally: a really sealed small sector's C1, synthetic C1s of any sector
+//! size, and TEST-ONLY Groth16 parameters (ours and storage-proofs' generator). Nothing
+//! here is ever downloaded.
 
 pub mod fixed_base;
+pub mod gen_c1;
 pub mod gen_params;
 pub mod params;
 pub mod seal;

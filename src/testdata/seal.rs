@@ -27,6 +27,9 @@ pub struct Meta {
     pub seed: String,
     pub comm_r: String,
     pub comm_d: String,
+    /// The `gen-c1 --seed` a synthetic C1 was made from (absent for really sealed ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gen_c1_seed: Option<String>,
 }
 
 pub fn hex(b: &[u8]) -> String {
@@ -136,6 +139,7 @@ fn seal_in(
         seed: hex(&challenge_seed),
         comm_r: hex(&c1.comm_r),
         comm_d: hex(&c1.comm_d),
+        gen_c1_seed: None,
     };
     fs::write(out_dir.join("meta.json"), serde_json::to_vec_pretty(&meta)?)?;
     Ok(meta)

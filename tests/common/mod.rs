@@ -57,6 +57,38 @@ pub fn param_cache() -> &'static Path {
     })
 }
 
+/// Makes sure the TEST-ONLY parameters of `sector_size` (V1_1) are in [`param_cache`],
+/// generating them with `cuzk-prove gen-params` if missing (8MiB: ~2 min on 2 cores).
+pub fn ensure_params(sector_size: &str, proof: &str) -> &'static Path {
+    let dir = param_cache();
+    let registered = cuzk_prove::input::c1::parse_registered_proof(proof).unwrap();
+    if !cuzk_prove::input::srs::cache_paths(registered, dir)
+        .unwrap()
+        .params
+        .exists()
+    {
+        let seed = cuzk_prove::testdata::TEST_PARAMS_SEED.to_string();
+        let out = Command::new(BIN)
+            .args([
+                "gen-params",
+                "--sector-size",
+                sector_size,
+                "--seed",
+                &seed,
+                "-o",
+            ])
+            .arg(dir)
+            .output()
+            .expect("run cuzk-prove gen-params");
+        assert!(
+            out.status.success(),
+            "{sector_size} test parameter generation failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    dir
+}
+
 pub fn params_file() -> PathBuf {
     let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
     cuzk_prove::input::srs::cache_paths(proof, param_cache())
