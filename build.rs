@@ -78,6 +78,9 @@ fn build_cuda(nvcc: &Path) {
     let mut b = cc::Build::new();
     b.cuda(true)
         .cudart("static")
+        // With debuginfo in the profile (release has debug = 1) cc passes nvcc -G, device
+        // debug code with every optimisation off: many times slower kernels.
+        .debug(false)
         .flag("-std=c++17")
         .flag("-O3")
         .flag("-Xcompiler=-fPIC");
@@ -85,7 +88,13 @@ fn build_cuda(nvcc: &Path) {
         b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
     }
     b.flag("-gencode=arch=compute_90,code=compute_90");
-    for f in ["cuda/device.cu", "cuda/field/fr_test.cu"] {
+    for f in [
+        "cuda/device.cu",
+        "cuda/field/fr_test.cu",
+        "cuda/field/fp_test.cu",
+        "cuda/msm/msm.cu",
+        "cuda/ntt/ntt.cu",
+    ] {
         b.file(f);
     }
     b.compile("cuzk_cuda");

@@ -175,6 +175,10 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
 
+    /// GPU Pippenger window in bits (1–24), or auto (chosen from each MSM's size).
+    #[arg(long, value_name = "auto|N", default_value = "auto")]
+    pub msm_window: String,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -228,6 +232,8 @@ pub struct Config {
     pub miner_id: Option<u64>,
     pub sector_num: Option<u64>,
     pub device: Device,
+    /// GPU MSM window bits; 0 = auto.
+    pub msm_window: usize,
     pub synth_threads: usize,
     pub presize: bool,
     pub max_circuits: Option<usize>,
@@ -254,6 +260,7 @@ impl Config {
             miner_id: None,
             sector_num: None,
             device: Device::Auto,
+            msm_window: 0,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             max_circuits: None,
@@ -281,6 +288,13 @@ impl TryFrom<ProveArgs> for Config {
         if a.max_circuits == Some(0) {
             bail!("--max-circuits must be at least 1");
         }
+        let msm_window = match a.msm_window.as_str() {
+            "auto" => 0,
+            w => match w.parse::<usize>() {
+                Ok(n) if (1..=24).contains(&n) => n,
+                _ => bail!("--msm-window must be auto or a number of bits from 1 to 24, got '{w}'"),
+            },
+        };
         if a.sector_num.is_some() && a.miner_id.is_none() {
             bail!("--sector-num needs --miner-id for the replica_id check");
         }
@@ -293,6 +307,7 @@ impl TryFrom<ProveArgs> for Config {
             miner_id: a.miner_id,
             sector_num: a.sector_num,
             device: a.device,
+            msm_window,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

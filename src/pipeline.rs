@@ -17,7 +17,7 @@ use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
-use crate::prove::{assemble, cpu::Cpu, Backend, Randomness};
+use crate::prove::{self, assemble, cpu::Cpu, cuda::backend::Cuda, Backend, Randomness};
 use crate::report::Timings;
 use crate::synth::{presize, Shape};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
@@ -112,6 +112,35 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
     Ok(())
 }
 
+/// `--device`: cuda needs a CUDA build and a GPU (and says which is missing); auto takes
+/// the GPU when both are there, else the CPU.
+fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
+    let cuda = || -> Box<dyn Backend> {
+        Box::new(Cuda {
+            window: cfg.msm_window,
+        })
+    };
+    Ok(match cfg.device {
+        Device::Cpu => Box::new(Cpu),
+        Device::Cuda => {
+            if !prove::cuda::built() {
+                bail!("--device cuda: {}", prove::cuda::NO_CUDA_BUILD);
+            }
+            match prove::cuda::device_count() {
+                Ok(0) => bail!("--device cuda: no CUDA device found (use --device cpu)"),
+                Ok(_) => cuda(),
+                Err(e) => bail!("--device cuda: {e:#}"),
+            }
+        }
+        Device::Auto => {
+            match prove::cuda::built() && prove::cuda::device_count().unwrap_or(0) > 0 {
+                true => cuda(),
+                false => Box::new(Cpu),
+            }
+        }
+    })
+}
+
 pub fn run(cfg: &Config) -> Result<Outcome> {
     let mut t = Timings::new(!cfg.quiet);
     if let Some(out) = &cfg.output {
@@ -120,13 +149,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     if let Some(json) = &cfg.json {
         output::check_path(json)?;
     }
-    let backend: Box<dyn Backend> = match cfg.device {
-        Device::Auto | Device::Cpu => Box::new(Cpu),
-        Device::Cuda => bail!(
-            "--device cuda: this build of cuzk-prove has no CUDA backend yet; use --device cpu \
-             (or auto)"
-        ),
-    };
+    let backend = choose_backend(cfg)?;
 
     let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
     let proof = c1.registered_proof;

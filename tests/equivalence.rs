@@ -155,6 +155,7 @@ fn cpu_proof_equals_bellperson_proof_with_the_same_r_and_s() {
     cfg.params = Some(params_path.clone());
     cfg.rng_seed = Some(seed);
     cfg.quiet = true;
+    cfg.device = cuzk_prove::cli::Device::Cpu;
     let ours = pipeline::run(&cfg).unwrap().proof;
 
     let rs = Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), 1);

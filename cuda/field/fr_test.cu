@@ -1,20 +1,21 @@
-// Element-wise Fr kernels, the entry point the Rust tests use to check the device
-// arithmetic against blstrs.
+// Element-wise Fr kernels, the entry point the Rust tests use to check the device's
+// scalar-field arithmetic (the generic Montgomery code of mont.cuh with Fr's parameters,
+// as the NTT uses it) against blstrs.
 #include <cstdio>
 #include <cuda_runtime.h>
 
 #include "../error.cuh"
-#include "fr.cuh"
+#include "fp.cuh"
 
-using cuzk::Fr;
+using Fr = cuzk::FrMont;
 
 __global__ void fr_ops_kernel(const Fr* a, const Fr* b, Fr* mul, Fr* add, Fr* sub, size_t n) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     Fr x = a[i], y = b[i];
-    mul[i] = cuzk::fr_mul(x, y);
-    add[i] = cuzk::fr_add(x, y);
-    sub[i] = cuzk::fr_sub(x, y);
+    mul[i] = cuzk::mul(x, y);
+    add[i] = cuzk::add(x, y);
+    sub[i] = cuzk::sub(x, y);
 }
 
 // out holds 3n elements: a·b, a+b, a−b. Returns 0, or non-zero with `err` filled.

@@ -1,0 +1,205 @@
+// Generic N×64-bit Montgomery arithmetic, in blst's limb layout (little-endian u64 limbs,
+// values fully reduced to [0, p), Montgomery factor R = 2^(64N)). One body serves the
+// base field Fp (N = 6, see fp.cuh) and the scalar field Fr (N = 4, used by the MSM to
+// take scalars out of Montgomery form).
+//
+// Every function is __host__ __device__: the same code runs in the kernels and in the
+// host emulation the tests use on machines without a GPU (cuda/exec.cuh).
+//
+// A parameter set P provides:
+//   static constexpr int N;                    limbs
+//   static constexpr uint64_t INV;             −p⁻¹ mod 2^64
+//   CUZK_HD static constexpr uint64_t p(int);  limbs of the modulus
+//   CUZK_HD static constexpr uint64_t one(int);limbs of R mod p (1 in Montgomery form)
+// The limbs are functions rather than arrays because a constexpr array cannot be read
+// from device code at run time; every loop below is unrolled, so p(i) folds to an
+// immediate operand.
+//
+// Requirement: p < 2^(64N − 1), so a + b never carries out of the top limb.
+#pragma once
+#include <cstdint>
+
+#ifndef CUZK_HD
+#define CUZK_HD __host__ __device__ __forceinline__
+// Large bodies (field products, curve additions) stay out of line: inlining them all into
+// the MSM kernels multiplies code size, compile time and register spills.
+#define CUZK_HD_CALL inline __host__ __device__ __noinline__
+#endif
+
+// Unrolled in device code (limb indices become constants, so limbs stay in registers);
+// the host compiler does not know the pragma.
+#ifdef __CUDA_ARCH__
+#define CUZK_UNROLL _Pragma("unroll")
+#else
+#define CUZK_UNROLL
+#endif
+
+namespace cuzk {
+
+typedef unsigned __int128 u128;
+
+template <class P>
+struct Mont {
+    uint64_t l[P::N];
+
+    CUZK_HD static Mont zero() {
+        Mont r;
+CUZK_UNROLL
+        for (int i = 0; i < P::N; ++i) r.l[i] = 0;
+        return r;
+    }
+    CUZK_HD static Mont one() {
+        Mont r;
+CUZK_UNROLL
+        for (int i = 0; i < P::N; ++i) r.l[i] = P::one(i);
+        return r;
+    }
+};
+
+template <class P>
+CUZK_HD bool is_zero(const Mont<P>& a) {
+    uint64_t acc = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) acc |= a.l[i];
+    return acc == 0;
+}
+
+template <class P>
+CUZK_HD bool eq(const Mont<P>& a, const Mont<P>& b) {
+    uint64_t acc = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) acc |= a.l[i] ^ b.l[i];
+    return acc == 0;
+}
+
+// r = t − p if t ≥ p else t, for t < 2p. Branch-free: the subtraction is always done
+// and the borrow selects the result (threads of a warp stay converged).
+template <class P>
+CUZK_HD void reduce_once(uint64_t t[P::N], uint64_t carry_in, uint64_t r[P::N]) {
+    uint64_t d[P::N];
+    uint64_t borrow = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        u128 x = (u128)t[i] - P::p(i) - borrow;
+        d[i] = (uint64_t)x;
+        borrow = (uint64_t)(x >> 64) & 1;
+    }
+    // t ≥ p exactly when the subtraction did not borrow, or the value had a carry limb.
+    const uint64_t keep_t = (borrow & ~carry_in & 1) ? ~0ull : 0ull;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) r[i] = (t[i] & keep_t) | (d[i] & ~keep_t);
+}
+
+template <class P>
+CUZK_HD Mont<P> add(const Mont<P>& a, const Mont<P>& b) {
+    uint64_t t[P::N];
+    uint64_t carry = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        u128 x = (u128)a.l[i] + b.l[i] + carry;
+        t[i] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    Mont<P> r;
+    reduce_once<P>(t, carry, r.l);
+    return r;
+}
+
+template <class P>
+CUZK_HD Mont<P> dbl(const Mont<P>& a) {
+    return add(a, a);
+}
+
+template <class P>
+CUZK_HD Mont<P> sub(const Mont<P>& a, const Mont<P>& b) {
+    Mont<P> r;
+    uint64_t borrow = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        u128 x = (u128)a.l[i] - b.l[i] - borrow;
+        r.l[i] = (uint64_t)x;
+        borrow = (uint64_t)(x >> 64) & 1;
+    }
+    // Went below zero: add p back (masked, so no branch).
+    const uint64_t mask = 0 - borrow;
+    uint64_t carry = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        u128 x = (u128)r.l[i] + (P::p(i) & mask) + carry;
+        r.l[i] = (uint64_t)x;
+        carry = (uint64_t)(x >> 64);
+    }
+    return r;
+}
+
+template <class P>
+CUZK_HD Mont<P> neg(const Mont<P>& a) {
+    // p − a, except that −0 is 0 (p itself is not a reduced value).
+    Mont<P> r;
+    uint64_t borrow = 0;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        u128 x = (u128)P::p(i) - a.l[i] - borrow;
+        r.l[i] = (uint64_t)x;
+        borrow = (uint64_t)(x >> 64) & 1;
+    }
+    const uint64_t mask = is_zero(a) ? 0ull : ~0ull;
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) r.l[i] &= mask;
+    return r;
+}
+
+// Montgomery product a·b·R⁻¹ mod p, coarsely integrated operand scanning (CIOS): one
+// row of a·b[i] is added into t, then t is shifted down one limb after adding the
+// multiple m·p that zeroes its low limb. t stays below 2p, so one final subtraction.
+template <class P>
+CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
+    constexpr int N = P::N;
+    uint64_t t[N + 2];
+CUZK_UNROLL
+    for (int i = 0; i < N + 2; ++i) t[i] = 0;
+CUZK_UNROLL
+    for (int i = 0; i < N; ++i) {
+        u128 c = 0;
+CUZK_UNROLL
+        for (int j = 0; j < N; ++j) {
+            c += (u128)a.l[j] * b.l[i] + t[j];
+            t[j] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[N];
+        t[N] = (uint64_t)c;
+        t[N + 1] = (uint64_t)(c >> 64);
+
+        const uint64_t m = t[0] * P::INV;
+        c = (u128)m * P::p(0) + t[0];
+        c >>= 64;
+CUZK_UNROLL
+        for (int j = 1; j < N; ++j) {
+            c += (u128)m * P::p(j) + t[j];
+            t[j - 1] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[N];
+        t[N - 1] = (uint64_t)c;
+        t[N] = t[N + 1] + (uint64_t)(c >> 64);
+    }
+    Mont<P> r;
+    reduce_once<P>(t, t[N], r.l);
+    return r;
+}
+
+template <class P>
+CUZK_HD Mont<P> sqr(const Mont<P>& a) {
+    return mul(a, a);
+}
+
+// Out of Montgomery form: a·R⁻¹ mod p, the canonical little-endian integer.
+template <class P>
+CUZK_HD Mont<P> from_mont(const Mont<P>& a) {
+    Mont<P> one_int = Mont<P>::zero();
+    one_int.l[0] = 1;
+    return mul(a, one_int);
+}
+
+}  // namespace cuzk

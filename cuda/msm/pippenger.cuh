@@ -1,0 +1,428 @@
+// Pippenger multi-scalar multiplication Σ sᵢ·Pᵢ with signed digits, one template over
+// the field of the curve (G1: Fp, G2: Fp2) and over the executor (cuda/exec.cuh: GPU
+// kernels, or the same per-thread code on the host for tests).
+//
+// Scalars are 255-bit (< r) integers split into `windows` windows of c bits, recoded to
+// signed digits d ∈ (−2^(c−1), 2^(c−1)] with a carry into the next window, so each window
+// needs B = 2^(c−1) buckets and a digit −d adds −P to bucket d. windows = ⌊255/c⌋ + 1
+// leaves the top window fewer than c bits, so its digit plus carry never overflows and
+// the last carry is always 0.
+//
+// Pipeline, all on the device:
+//  1. digits:   one thread per point writes, per window, key = window·B + |d| − 1 (or the
+//               "no digit" key G = windows·B when d = 0) and value = point index | sign.
+//  2. sort:     CUB radix sort of the (key, value) pairs: entries of one bucket become a
+//               contiguous run; zero digits sort last and are ignored.
+//  3. bounds:   the run [first, first + cnt) of each bucket.
+//  4. buckets:  segmented reduction. Each run is cut into segments of at most SEG entries;
+//               one thread sums one segment (mixed additions). The per-segment partial
+//               sums of a bucket are again contiguous, so the same step repeats on them
+//               (XYZZ additions) until every bucket has one sum. A heavy bucket (all
+//               scalars equal, say) is thus spread over many threads, not one.
+//  5. windows:  Σ_j (j+1)·S_j per window by the running-sum trick, in chunks of CHUNK
+//               buckets per thread: chunk t yields Σ_i (i+1)·S_{tM+i} + tM·Σ_i S_{tM+i};
+//               the chunks of a window are then summed by step 4's segmented reduction.
+//  6. out:      the window sums W_k, converted to Jacobian; the caller forms
+//               Σ_k 2^(ck)·W_k (windows·c doublings, cheap on the host).
+#pragma once
+#include <cstdint>
+
+#include "../curve/xyzz.cuh"
+#include "../exec.cuh"
+
+namespace cuzk {
+namespace msm {
+
+constexpr uint32_t SEG = 32;    // entries summed by one thread in the bucket reduction
+constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window reduction
+constexpr uint32_t NEG_FLAG = 0x80000000u;
+constexpr unsigned MAX_C = 24;
+constexpr unsigned MAX_WINDOWS = 256;  // c = 1
+
+CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
+
+// Window size minimising (windows) × (additions per window): n mixed additions into the
+// buckets plus ~2 additions per bucket for the running sum (weighted ×1.5: an XYZZ+XYZZ
+// addition costs more than a mixed one).
+inline unsigned auto_window(size_t n) {
+    unsigned best = 1;
+    double best_cost = 1e300;
+    for (unsigned c = 1; c <= 20; ++c) {
+        const double cost = windows_for(c) * ((double)n + 3.0 * (double)(1u << (c - 1)));
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = c;
+        }
+    }
+    return best;
+}
+
+// ---- per-thread steps (the same code on the GPU and in the host emulation) ----
+
+struct DigitsFn {
+    const FrMont* scalars;
+    uint32_t* keys;
+    uint32_t* vals;
+    size_t n;
+    unsigned c, windows;
+    uint32_t buckets;  // B = 2^(c−1)
+    CUZK_HD void operator()(size_t i) const {
+        const FrMont s = from_mont(scalars[i]);  // blstrs Scalars are Montgomery form
+        const uint32_t full = 1u << c;
+        const uint32_t none = windows * buckets;
+        uint32_t carry = 0;
+        for (unsigned w = 0; w < windows; ++w) {
+            const unsigned pos = w * c, limb = pos >> 6, off = pos & 63;
+            uint64_t raw = 0;
+            if (limb < 4) {
+                raw = s.l[limb] >> off;
+                if (off + c > 64 && limb + 1 < 4) raw |= s.l[limb + 1] << (64 - off);
+            }
+            uint32_t d = (uint32_t)(raw & (full - 1)) + carry;
+            uint32_t sign = 0;
+            if (d > buckets) {  // d − 2^c < 0: use −(2^c − d) and carry one
+                d = full - d;
+                carry = 1;
+                sign = NEG_FLAG;
+            } else {
+                carry = 0;
+            }
+            keys[w * n + i] = d ? w * buckets + d - 1 : none;
+            vals[w * n + i] = (uint32_t)i | sign;
+        }
+    }
+};
+
+// Marks where each bucket's run starts and ends in the sorted keys.
+struct BoundsFn {
+    const uint32_t* keys;
+    size_t n;
+    uint32_t groups;
+    uint32_t* first;
+    uint32_t* end;
+    CUZK_HD void operator()(size_t i) const {
+        const uint32_t k = keys[i];
+        if (k >= groups) return;  // zero digit
+        if (i == 0 || keys[i - 1] != k) first[k] = (uint32_t)i;
+        if (i + 1 == n || keys[i + 1] != k) end[k] = (uint32_t)(i + 1);
+    }
+};
+
+struct CountFn {
+    const uint32_t* first;
+    const uint32_t* end;
+    uint32_t* cnt;
+    CUZK_HD void operator()(size_t g) const { cnt[g] = end[g] - first[g]; }
+};
+
+struct SegCountFn {
+    const uint32_t* cnt;
+    uint32_t* segs;
+    CUZK_HD void operator()(size_t g) const { segs[g] = (cnt[g] + SEG - 1) / SEG; }
+};
+
+// Group owning segment s: the largest g with seg_off[g] ≤ s. It is never an empty group:
+// s < seg_off[g + 1] (or the total, for the last), so group g has a segment.
+CUZK_HD uint32_t group_of(const uint32_t* seg_off, uint32_t groups, uint32_t s) {
+    uint32_t lo = 0, hi = groups;  // seg_off[lo] ≤ s; the answer is in [lo, hi)
+    while (hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (seg_off[mid] <= s)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// Segment s of a group's run: entries [lo, hi).
+struct Segment {
+    uint32_t lo, hi;
+};
+CUZK_HD Segment segment_of(const uint32_t* seg_off, const uint32_t* first, const uint32_t* cnt,
+                           uint32_t groups, uint32_t s) {
+    const uint32_t g = group_of(seg_off, groups, s);
+    const uint32_t lo = first[g] + (s - seg_off[g]) * SEG;
+    const uint32_t end = first[g] + cnt[g];
+    return {lo, lo + SEG < end ? lo + SEG : end};
+}
+
+// First level: sums a segment of signed points (sorted values) with mixed additions.
+template <class F>
+struct SumPointsFn {
+    const uint32_t* seg_off;
+    const uint32_t* first;
+    const uint32_t* cnt;
+    uint32_t groups;
+    const uint32_t* vals;
+    const Affine<F>* points;
+    XYZZ<F>* out;
+    CUZK_HD void operator()(size_t s) const {
+        const Segment seg = segment_of(seg_off, first, cnt, groups, (uint32_t)s);
+        uint32_t v = vals[seg.lo];
+        XYZZ<F> acc = to_xyzz(points[v & ~NEG_FLAG], (v & NEG_FLAG) != 0);
+        for (uint32_t e = seg.lo + 1; e < seg.hi; ++e) {
+            v = vals[e];
+            Affine<F> a = points[v & ~NEG_FLAG];
+            if (v & NEG_FLAG) a.y = neg(a.y);  // (0, 0), infinity, stays itself
+            acc = padd_affine(acc, a);
+        }
+        out[s] = acc;
+    }
+};
+
+// Later levels: sums a segment of partial sums.
+template <class F>
+struct SumPartialsFn {
+    const uint32_t* seg_off;
+    const uint32_t* first;
+    const uint32_t* cnt;
+    uint32_t groups;
+    const XYZZ<F>* in;
+    XYZZ<F>* out;
+    CUZK_HD void operator()(size_t s) const {
+        const Segment seg = segment_of(seg_off, first, cnt, groups, (uint32_t)s);
+        XYZZ<F> acc = in[seg.lo];
+        for (uint32_t e = seg.lo + 1; e < seg.hi; ++e) acc = padd(acc, in[e]);
+        out[s] = acc;
+    }
+};
+
+// Once every group has at most one element: a dense array, infinity for empty groups.
+template <class F>
+struct GatherFn {
+    const uint32_t* first;
+    const uint32_t* cnt;
+    const XYZZ<F>* in;
+    XYZZ<F>* out;
+    CUZK_HD void operator()(size_t g) const {
+        out[g] = cnt[g] ? in[first[g]] : xyzz_inf<F>();
+    }
+};
+
+// Chunk t of window w: Σ_{i<M} (tM + i + 1)·S_{w,tM+i}, from the running sum over the
+// chunk's buckets (top down) plus tM times the chunk's plain sum.
+template <class F>
+struct ChunkFn {
+    const XYZZ<F>* buckets;
+    XYZZ<F>* out;
+    uint32_t per_window;  // B
+    uint32_t chunk;       // M
+    uint32_t chunks;      // K = B / M
+    CUZK_HD void operator()(size_t idx) const {
+        const uint32_t w = (uint32_t)(idx / chunks), t = (uint32_t)(idx % chunks);
+        const XYZZ<F>* b = buckets + (size_t)w * per_window + (size_t)t * chunk;
+        XYZZ<F> running = xyzz_inf<F>(), acc = xyzz_inf<F>();
+        for (int i = (int)chunk - 1; i >= 0; --i) {
+            running = padd(running, b[i]);
+            acc = padd(acc, running);
+        }
+        out[idx] = padd(acc, pmul_small(running, t * chunk));
+    }
+};
+
+struct UniformGroupsFn {
+    uint32_t size;
+    uint32_t* first;
+    uint32_t* cnt;
+    CUZK_HD void operator()(size_t g) const {
+        first[g] = (uint32_t)g * size;
+        cnt[g] = size;
+    }
+};
+
+template <class F>
+struct ToJacobianFn {
+    const XYZZ<F>* in;
+    Jacobian<F>* out;
+    CUZK_HD void operator()(size_t i) const { out[i] = to_jacobian(in[i]); }
+};
+
+// ---- orchestration ----
+
+template <class F, class Exec>
+struct Pippenger {
+    template <class T>
+    using Buf = typename Exec::template Buf<T>;
+
+    Exec& ex;
+    char* err;
+    size_t errlen;
+
+    // Segments of each group (cnt → segs, seg_off) and their total.
+    int segment(const Buf<uint32_t>& cnt, uint32_t groups, Buf<uint32_t>& segs,
+                Buf<uint32_t>& seg_off, uint32_t* total) {
+        CUZK_RC(ex.alloc(segs, groups, "segments per group"));
+        CUZK_RC(ex.alloc(seg_off, groups, "segment offsets"));
+        CUZK_RC(ex.launch(groups, SegCountFn{cnt.ptr, segs.ptr}, "segment count", 256));
+        CUZK_RC(ex.exclusive_sum(segs.ptr, seg_off.ptr, groups));
+        uint32_t last[2];
+        CUZK_RC(ex.download(&last[0], seg_off.ptr + groups - 1, 1));
+        CUZK_RC(ex.download(&last[1], segs.ptr + groups - 1, 1));
+        *total = last[0] + last[1];
+        return 0;
+    }
+
+    // Reduces each group (elements [first[g], first[g] + cnt[g]) of `elems`) to at most one
+    // element, SEG elements per thread per level; max_cnt bounds the largest group.
+    int reduce_groups(Buf<XYZZ<F>>& elems, Buf<uint32_t>& first, Buf<uint32_t>& cnt,
+                      uint32_t groups, uint32_t max_cnt) {
+        while (max_cnt > 1) {
+            Buf<uint32_t> segs, seg_off;
+            uint32_t total;
+            CUZK_RC(segment(cnt, groups, segs, seg_off, &total));
+            Buf<XYZZ<F>> out;
+            CUZK_RC(ex.alloc(out, total, "partial sums"));
+            CUZK_RC(ex.launch(total,
+                              SumPartialsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups,
+                                               elems.ptr, out.ptr},
+                              "sum partials"));
+            elems.swap(out);
+            first.swap(seg_off);
+            cnt.swap(segs);
+            max_cnt = (max_cnt + SEG - 1) / SEG;
+        }
+        return 0;
+    }
+
+    // The `windows` window sums as Jacobian points, into host memory.
+    int run(const Affine<F>* points_h, const FrMont* scalars_h, size_t n, unsigned c,
+            Jacobian<F>* out_h) {
+        const unsigned windows = windows_for(c);
+        const uint32_t per_window = 1u << (c - 1);
+        const uint32_t groups = windows * per_window;
+        const size_t entries = n * windows;
+        if (n >= NEG_FLAG || entries >= 0xffffffffull) {
+            snprintf(err, errlen,
+                     "MSM of %zu points with %u windows (c = %u) is too large for one call "
+                     "(needs points < 2^31 and points x windows < 2^32)",
+                     n, windows, c);
+            return -1;
+        }
+        const uint32_t N = (uint32_t)entries;
+
+        Buf<Affine<F>> points;
+        CUZK_RC(ex.alloc(points, n, "points"));
+        CUZK_RC(ex.upload(points.ptr, points_h, n));
+
+        // 1-2. Signed digits, sorted by bucket.
+        Buf<uint32_t> keys, vals;
+        CUZK_RC(ex.alloc(keys, N, "sorted bucket keys"));
+        CUZK_RC(ex.alloc(vals, N, "sorted point indices"));
+        {
+            Buf<FrMont> scalars;
+            Buf<uint32_t> keys_in, vals_in;
+            CUZK_RC(ex.alloc(scalars, n, "scalars"));
+            CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
+            CUZK_RC(ex.alloc(keys_in, N, "bucket keys"));
+            CUZK_RC(ex.alloc(vals_in, N, "point indices"));
+            CUZK_RC(ex.launch(n,
+                              DigitsFn{scalars.ptr, keys_in.ptr, vals_in.ptr, n, c, windows,
+                                       per_window},
+                              "signed digits", 256));
+            int bits = 1;
+            while (bits < 32 && (groups >> bits) != 0) ++bits;  // keys are ≤ groups
+            CUZK_RC(ex.sort_pairs(keys_in.ptr, keys.ptr, vals_in.ptr, vals.ptr, N, bits));
+            CUZK_RC(ex.sync("signed digits + radix sort"));
+        }
+
+        // 3. Bucket runs.
+        Buf<uint32_t> first, cnt;
+        uint32_t max_cnt;
+        {
+            Buf<uint32_t> end;
+            CUZK_RC(ex.alloc(first, groups, "bucket starts"));
+            CUZK_RC(ex.alloc(end, groups, "bucket ends"));
+            CUZK_RC(ex.alloc(cnt, groups, "bucket sizes"));
+            CUZK_RC(ex.zero(first.ptr, groups));
+            CUZK_RC(ex.zero(end.ptr, groups));
+            CUZK_RC(ex.launch(N, BoundsFn{keys.ptr, N, groups, first.ptr, end.ptr},
+                              "bucket bounds", 256));
+            CUZK_RC(ex.launch(groups, CountFn{first.ptr, end.ptr, cnt.ptr}, "bucket sizes",
+                              256));
+            CUZK_RC(ex.max_u32(cnt.ptr, groups, &max_cnt));
+            keys.reset();
+        }
+
+        // 4. Bucket sums.
+        Buf<XYZZ<F>> sums;
+        {
+            Buf<uint32_t> segs, seg_off;
+            uint32_t total;
+            CUZK_RC(segment(cnt, groups, segs, seg_off, &total));
+            CUZK_RC(ex.alloc(sums, total, "bucket partial sums"));
+            CUZK_RC(ex.launch(total,
+                              SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals.ptr,
+                                             points.ptr, sums.ptr},
+                              "bucket accumulation"));
+            first.swap(seg_off);
+            cnt.swap(segs);
+            max_cnt = (max_cnt + SEG - 1) / SEG;
+            vals.reset();
+            points.reset();
+        }
+        CUZK_RC(reduce_groups(sums, first, cnt, groups, max_cnt));
+        Buf<XYZZ<F>> buckets;
+        CUZK_RC(ex.alloc(buckets, groups, "bucket sums"));
+        CUZK_RC(ex.launch(groups, GatherFn<F>{first.ptr, cnt.ptr, sums.ptr, buckets.ptr},
+                          "gather buckets"));
+        sums.reset();
+
+        // 5. Window sums.
+        const uint32_t chunk = per_window < CHUNK ? per_window : CHUNK;
+        const uint32_t chunks = per_window / chunk;
+        Buf<XYZZ<F>> parts;
+        CUZK_RC(ex.alloc(parts, (size_t)windows * chunks, "window chunk sums"));
+        CUZK_RC(ex.launch((size_t)windows * chunks,
+                          ChunkFn<F>{buckets.ptr, parts.ptr, per_window, chunk, chunks},
+                          "bucket running sums"));
+        buckets.reset();
+        CUZK_RC(ex.alloc(first, windows, "window starts"));
+        CUZK_RC(ex.alloc(cnt, windows, "window sizes"));
+        CUZK_RC(ex.launch(windows, UniformGroupsFn{chunks, first.ptr, cnt.ptr}, "window groups"));
+        CUZK_RC(reduce_groups(parts, first, cnt, windows, chunks));
+
+        // 6. Out.
+        Buf<XYZZ<F>> sums_w;
+        Buf<Jacobian<F>> out;
+        CUZK_RC(ex.alloc(sums_w, windows, "window sums"));
+        CUZK_RC(ex.alloc(out, windows, "window results"));
+        CUZK_RC(ex.launch(windows, GatherFn<F>{first.ptr, cnt.ptr, parts.ptr, sums_w.ptr},
+                          "gather windows"));
+        CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
+        CUZK_RC(ex.sync("MSM kernels"));
+        return ex.download(out_h, out.ptr, windows);
+    }
+};
+
+// Entry shared by G1 and G2 and by both executors: validates, picks c, and writes the
+// window sums (Jacobian, blst layout) to out[0..*windows_out); the result is
+// Σ_k 2^(c·k)·out[k]. n = 0 writes no windows.
+template <class F, class Exec>
+int msm_windows(Exec& ex, const void* points, const void* scalars, size_t n, int window,
+                void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out) {
+    char* err = ex.err;
+    size_t errlen = ex.errlen;
+    *c_out = 0;
+    *windows_out = 0;
+    if (window < 0 || window > (int)MAX_C) {
+        snprintf(err, errlen, "MSM window size %d out of range (0 = automatic, 1..=%u)", window,
+                 MAX_C);
+        return -1;
+    }
+    if (n == 0) return 0;
+    const unsigned c = window ? (unsigned)window : auto_window(n);
+    const unsigned windows = windows_for(c);
+    if (out_cap < windows) {
+        snprintf(err, errlen, "MSM output holds %zu points, %u windows needed", out_cap, windows);
+        return -1;
+    }
+    Pippenger<F, Exec> p{ex, err, errlen};
+    CUZK_RC(p.run((const Affine<F>*)points, (const FrMont*)scalars, n, c, (Jacobian<F>*)out));
+    *c_out = c;
+    *windows_out = windows;
+    return 0;
+}
+
+}  // namespace msm
+}  // namespace cuzk

@@ -1,0 +1,68 @@
+//! The CUDA backend end to end: with the same r, s the GPU proof equals the CPU proof byte
+//! for byte, and filecoin-proofs' `verify_seal` accepts it, for the 2KiB and 8MiB fixtures
+//! (sealed for real). Skipped, visibly, without a CUDA build or a GPU.
+
+mod common;
+
+use common::*;
+use cuzk_prove::cli::{Config, Device};
+use cuzk_prove::pipeline;
+use cuzk_prove::prove::cuda;
+use cuzk_prove::testdata::seal::Meta;
+
+fn gpu_or_skip() -> bool {
+    if !cuda::built() {
+        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
+        return false;
+    }
+    match cuda::device_count() {
+        Ok(0) => {
+            eprintln!("SKIPPED: no CUDA device");
+            false
+        }
+        Ok(_) => true,
+        Err(e) => panic!("CUDA device query failed: {e}"),
+    }
+}
+
+fn prove(c1: &str, device: Device, seed: u64) -> pipeline::Outcome {
+    let mut cfg = Config::new(root().join(c1), None);
+    cfg.param_cache = param_cache().to_path_buf();
+    cfg.device = device;
+    cfg.rng_seed = Some(seed);
+    cfg.quiet = true;
+    pipeline::run(&cfg).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn gpu_proof_equals_cpu_proof_and_verifies() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for (dir, size, proof) in [
+        ("testdata/2kib", "2KiB", "StackedDrg2KiBV1_1"),
+        ("testdata/8mib", "8MiB", "StackedDrg8MiBV1_1"),
+    ] {
+        ensure_params(size, proof);
+        let meta: Meta =
+            serde_json::from_slice(&std::fs::read(root().join(dir).join("meta.json")).unwrap())
+                .unwrap();
+        let c1 = format!("{dir}/c1.json");
+        let cpu = prove(&c1, Device::Cpu, 7);
+        // Twice: the first run includes CUDA context creation and module loading.
+        let _ = prove(&c1, Device::Cuda, 8);
+        let gpu = prove(&c1, Device::Cuda, 7);
+        eprintln!("{size} CPU:\n{}", cpu.timings.table());
+        eprintln!("{size} GPU:\n{}", gpu.timings.table());
+        assert_eq!(gpu.report["backend"], "cuda");
+        assert_eq!(gpu.proof, cpu.proof, "{size}: GPU and CPU proofs differ");
+        assert!(
+            verify_seal(&meta, &gpu.proof),
+            "{size}: verify_seal rejected the GPU proof"
+        );
+    }
+}

@@ -1,0 +1,484 @@
+//! GPU multi-scalar multiplication (G1, G2) and the base-field arithmetic beneath it,
+//! against blstrs/blst, bit for bit. The `*_emulated` tests run the device's per-thread
+//! code on the host, so a CUDA build checks the algorithm even without a GPU; the others
+//! need a GPU and skip, visibly, without one. Everything is ignored in builds without CUDA.
+
+use blst::{blst_fp, blst_fp2};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use cuzk_prove::prove::cuda;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group, UncompressedEncoding};
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
+use std::fmt::Debug;
+use std::time::Instant;
+
+fn gpu_or_skip() -> bool {
+    if !cuda::built() {
+        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
+        return false;
+    }
+    match cuda::device_count() {
+        Ok(0) => {
+            eprintln!("SKIPPED: no CUDA device");
+            false
+        }
+        Ok(_) => true,
+        Err(e) => panic!("CUDA device query failed: {e}"),
+    }
+}
+
+// ---------------------------------------------------------------- field arithmetic
+
+/// A random Fp element below 2^380 (so below p), or an edge value.
+fn fp_values(n: usize, rng: &mut impl RngCore) -> Vec<blst_fp> {
+    let one = blst_fp {
+        l: [
+            0x760900000002fffd,
+            0xebf4000bc40c0002,
+            0x5f48985753c758ba,
+            0x77ce585370525745,
+            0x5c071a97a256ec6d,
+            0x15f65ec3fa80e493,
+        ],
+    };
+    let mut minus_one = blst_fp::default();
+    // SAFETY: blst reads and writes one element each.
+    unsafe { blst::blst_fp_cneg(&mut minus_one, &one, true) };
+    let p_minus_1 = blst_fp {
+        l: [
+            0xb9feffffffffaaaa,
+            0x1eabfffeb153ffff,
+            0x6730d2a0f6b0f624,
+            0x64774b84f38512bf,
+            0x4b1ba7b6434bacd7,
+            0x1a0111ea397fe69a,
+        ],
+    };
+    let edge = [
+        blst_fp::default(),
+        one,
+        minus_one,
+        p_minus_1,
+        blst_fp {
+            l: [1, 0, 0, 0, 0, 0],
+        },
+    ];
+    (0..n)
+        .map(|i| {
+            if i < edge.len() * edge.len() && rng.next_u32() % 2 == 0 {
+                return edge[i % edge.len()];
+            }
+            let mut l = [0u64; 6];
+            l.iter_mut().for_each(|x| *x = rng.next_u64());
+            l[5] &= (1 << 60) - 1;
+            blst_fp { l }
+        })
+        .collect()
+}
+
+fn check_fp(emulate: bool) {
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    for n in [0usize, 1, 7, 1000, (1 << 16) + 3] {
+        let a = fp_values(n, &mut rng);
+        let b = fp_values(n, &mut rng);
+        let got = cuda::field::fp_ops(&a, &b, emulate).unwrap();
+        for i in 0..n {
+            let mut want = [blst_fp::default(); 5];
+            // SAFETY: blst reads a[i], b[i] and writes one element each.
+            unsafe {
+                blst::blst_fp_mul(&mut want[0], &a[i], &b[i]);
+                blst::blst_fp_sqr(&mut want[1], &a[i]);
+                blst::blst_fp_add(&mut want[2], &a[i], &b[i]);
+                blst::blst_fp_sub(&mut want[3], &a[i], &b[i]);
+                blst::blst_fp_cneg(&mut want[4], &a[i], true);
+            }
+            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg"].iter().enumerate() {
+                assert_eq!(
+                    ops[k][i].l, want[k].l,
+                    "fp {name} n={n} i={i} emulate={emulate}"
+                );
+            }
+        }
+    }
+}
+
+fn check_fp2(emulate: bool) {
+    let mut rng = ChaCha20Rng::seed_from_u64(22);
+    for n in [0usize, 1, 7, 1000, (1 << 16) + 3] {
+        let mk = |v: Vec<blst_fp>, w: Vec<blst_fp>| -> Vec<blst_fp2> {
+            v.into_iter()
+                .zip(w)
+                .map(|(c0, c1)| blst_fp2 { fp: [c0, c1] })
+                .collect()
+        };
+        let a = mk(fp_values(n, &mut rng), fp_values(n, &mut rng));
+        let b = mk(fp_values(n, &mut rng), fp_values(n, &mut rng));
+        let got = cuda::field::fp2_ops(&a, &b, emulate).unwrap();
+        for i in 0..n {
+            let mut want = [blst_fp2::default(); 5];
+            // SAFETY: as in check_fp.
+            unsafe {
+                blst::blst_fp2_mul(&mut want[0], &a[i], &b[i]);
+                blst::blst_fp2_sqr(&mut want[1], &a[i]);
+                blst::blst_fp2_add(&mut want[2], &a[i], &b[i]);
+                blst::blst_fp2_sub(&mut want[3], &a[i], &b[i]);
+                blst::blst_fp2_cneg(&mut want[4], &a[i], true);
+            }
+            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg"].iter().enumerate() {
+                let (g, w) = (&ops[k][i].fp, &want[k].fp);
+                assert!(
+                    g[0].l == w[0].l && g[1].l == w[1].l,
+                    "fp2 {name} n={n} i={i} emulate={emulate}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn fp_fp2_match_blst_emulated() {
+    check_fp(true);
+    check_fp2(true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn fp_fp2_match_blst() {
+    if !gpu_or_skip() {
+        return;
+    }
+    check_fp(false);
+    check_fp2(false);
+}
+
+// ---------------------------------------------------------------- MSM
+
+/// One of the two groups, with its MSM entry points.
+trait TestGroup: Curve<AffineRepr = Self::Aff> + Group<Scalar = Fr> + Debug + Send + Sync {
+    type Aff: PrimeCurveAffine<Curve = Self> + UncompressedEncoding + Copy + Send + Sync;
+    const NAME: &'static str;
+    fn gpu(p: &[Self::Aff], s: &[Fr], window: usize) -> anyhow::Result<Self>;
+    fn emulated(p: &[Self::Aff], s: &[Fr], window: usize) -> anyhow::Result<Self>;
+    fn reference(p: &[Self::Aff], s: &[Fr]) -> Self;
+}
+
+impl TestGroup for G1Projective {
+    type Aff = G1Affine;
+    const NAME: &'static str = "G1";
+    fn gpu(p: &[G1Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
+        cuda::msm_g1(p, s, window)
+    }
+    fn emulated(p: &[G1Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
+        cuda::msm_g1_emulated(p, s, window)
+    }
+    fn reference(p: &[G1Affine], s: &[Fr]) -> Self {
+        if p.len() <= 300 {
+            return p.iter().zip(s).map(|(p, s)| p * s).sum();
+        }
+        let proj: Vec<G1Projective> = p.iter().map(|a| a.into()).collect();
+        G1Projective::multi_exp(&proj, s)
+    }
+}
+
+impl TestGroup for G2Projective {
+    type Aff = G2Affine;
+    const NAME: &'static str = "G2";
+    fn gpu(p: &[G2Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
+        cuda::msm_g2(p, s, window)
+    }
+    fn emulated(p: &[G2Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
+        cuda::msm_g2_emulated(p, s, window)
+    }
+    fn reference(p: &[G2Affine], s: &[Fr]) -> Self {
+        if p.len() <= 300 {
+            return p.iter().zip(s).map(|(p, s)| p * s).sum();
+        }
+        let proj: Vec<G2Projective> = p.iter().map(|a| a.into()).collect();
+        G2Projective::multi_exp(&proj, s)
+    }
+}
+
+/// n distinct points start + i·step (repeated addition, in parallel chunks), normalised.
+fn points<G: TestGroup>(n: usize, seed: u64) -> Vec<G::Aff> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let start = G::random(&mut rng);
+    let step = G::random(&mut rng);
+    const CHUNK: usize = 1 << 14;
+    let mut proj = vec![G::identity(); n];
+    proj.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut p = start + step * Fr::from((k * CHUNK) as u64);
+            for x in chunk {
+                *x = p;
+                p += step;
+            }
+        });
+    let mut out = vec![G::Aff::identity(); n];
+    proj.par_chunks(CHUNK)
+        .zip(out.par_chunks_mut(CHUNK))
+        .for_each(|(p, a)| G::batch_normalize(p, a));
+    out
+}
+
+fn scalars(n: usize, seed: u64) -> Vec<Fr> {
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![Fr::ZERO; n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
+        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 20));
+        c.iter_mut().for_each(|s| *s = Fr::random(&mut rng));
+    });
+    out
+}
+
+fn assert_same<G: TestGroup>(got: G, want: G, what: &str) {
+    assert_eq!(got, want, "{} {what}", G::NAME);
+    assert_eq!(
+        got.to_affine().to_uncompressed().as_ref(),
+        want.to_affine().to_uncompressed().as_ref(),
+        "{} {what}: affine bytes",
+        G::NAME
+    );
+}
+
+fn check<G: TestGroup>(p: &[G::Aff], s: &[Fr], windows: &[usize], emulate: bool, what: &str) {
+    let want = G::reference(p, s);
+    for &w in windows {
+        let got = if emulate {
+            G::emulated(p, s, w)
+        } else {
+            G::gpu(p, s, w)
+        };
+        let got = got.unwrap_or_else(|e| panic!("{} {what} n={} c={w}: {e:#}", G::NAME, p.len()));
+        assert_same(
+            got,
+            want,
+            &format!("{what} n={} c={w} emulate={emulate}", p.len()),
+        );
+    }
+}
+
+/// Random points and scalars at the given sizes.
+fn sizes<G: TestGroup>(ns: &[usize], windows: &[usize], emulate: bool) {
+    for &n in ns {
+        let p = points::<G>(n, 100 + n as u64);
+        let s = scalars(n, 200 + n as u64);
+        check::<G>(&p, &s, windows, emulate, "random");
+    }
+}
+
+/// The awkward inputs: zero, one and r−1 scalars, carries through every window, repeated
+/// points, P with −P, points at infinity, mostly empty buckets, one huge bucket.
+fn edge_cases<G: TestGroup>(windows: &[usize], emulate: bool) {
+    let minus_one = -Fr::ONE;
+    let carry_chain = Fr::from(2u64).pow_vartime([254]) - Fr::ONE; // 2^254 − 1: all ones
+    let half = Fr::from(2u64).invert().unwrap(); // (r + 1) / 2
+    let base = points::<G>(100, 7);
+    let rnd = scalars(4097, 8);
+    let inf = G::Aff::identity();
+    let c = |p: &[G::Aff], s: &[Fr], what: &str| check::<G>(p, s, windows, emulate, what);
+
+    // n = 1
+    for (s, name) in [
+        (Fr::ZERO, "0"),
+        (Fr::ONE, "1"),
+        (minus_one, "r-1"),
+        (rnd[0], "rnd"),
+    ] {
+        c(&base[..1], &[s], &format!("single point, scalar {name}"));
+        c(&[inf], &[s], &format!("infinity, scalar {name}"));
+    }
+    c(&base[..100], &[Fr::ZERO; 100], "all-zero scalars");
+    c(&base[..100], &[Fr::ONE; 100], "all-one scalars");
+    c(&base[..100], &[minus_one; 100], "all r-1 scalars");
+    c(&base[..7], &[carry_chain; 7], "2^254-1 scalars");
+    c(&base[..7], &[half; 7], "(r+1)/2 scalars");
+    let mixed: Vec<Fr> = (0..100)
+        .map(|i| [Fr::ZERO, Fr::ONE, minus_one, carry_chain, half, rnd[i]][i % 6])
+        .collect();
+    c(&base, &mixed, "mixed special scalars");
+
+    // Repeated points: same point, random scalars; same point and scalar (doublings).
+    c(&[base[3]; 100], &rnd[..100], "one point repeated");
+    c(
+        &[base[3]; 100],
+        &[rnd[5]; 100],
+        "one point and scalar repeated",
+    );
+    c(&[base[3]; 2], &[Fr::ONE; 2], "P + P");
+    // P and −P.
+    let neg3 = (-base[3].to_curve()).to_affine();
+    c(&[base[3], neg3], &[Fr::ONE; 2], "P + (-P)");
+    c(&[base[3], neg3], &[rnd[1]; 2], "sP + s(-P)");
+    c(&[base[3], neg3], &[rnd[1], rnd[2]], "sP + t(-P)");
+    c(&[base[3], base[3]], &[rnd[1], -rnd[1]], "sP - sP");
+    let pm: Vec<G::Aff> = (0..100)
+        .map(|i| {
+            if i % 2 == 0 {
+                base[i / 2]
+            } else {
+                (-base[i / 2].to_curve()).to_affine()
+            }
+        })
+        .collect();
+    c(&pm, &[rnd[9]; 100], "pairs P, -P with equal scalars");
+    // Points at infinity among others.
+    let with_inf: Vec<G::Aff> = (0..100)
+        .map(|i| if i % 3 == 0 { inf } else { base[i] })
+        .collect();
+    c(&with_inf, &rnd[..100], "every third point at infinity");
+    c(&[inf; 7], &rnd[..7], "all points at infinity");
+    // One bucket holding every entry (several reduction levels), and mostly empty buckets.
+    let many = points::<G>(4097, 9);
+    c(&many, &[Fr::ONE; 4097], "4097 points, scalar 1");
+    c(&many, &[Fr::from(3u64); 4097], "4097 points, scalar 3");
+    c(&many[..3], &rnd[..3], "3 points");
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_matches_blstrs_emulated() {
+    // The device code, run on the host: small sizes, every stage exercised.
+    sizes::<G1Projective>(&[0, 1, 2, 3, 7, 100, 1000], &[0, 1, 4, 9, 16], true);
+    sizes::<G1Projective>(&[4097, 65537], &[0], true);
+    sizes::<G2Projective>(&[0, 1, 2, 3, 7, 100], &[0, 1, 5, 12], true);
+    sizes::<G2Projective>(&[4097], &[0], true);
+    edge_cases::<G1Projective>(&[0, 3, 11], true);
+    edge_cases::<G2Projective>(&[0, 7], true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_g1_matches_blstrs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    sizes::<G1Projective>(
+        &[0, 1, 2, 3, 7, 100, 1000, 4097, 65537],
+        &[0, 1, 4, 8, 13, 16],
+        false,
+    );
+    sizes::<G1Projective>(&[1 << 20], &[0, 17], false);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_g2_matches_blstrs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    sizes::<G2Projective>(
+        &[0, 1, 2, 3, 7, 100, 1000, 4097, 65537],
+        &[0, 1, 5, 10, 16],
+        false,
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_edge_cases_match_blstrs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    edge_cases::<G1Projective>(&[0, 1, 3, 8, 16], false);
+    edge_cases::<G2Projective>(&[0, 2, 9, 16], false);
+}
+
+/// Small, for compute-sanitizer: every kernel of G1 and G2 once.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_small() {
+    if !gpu_or_skip() {
+        return;
+    }
+    sizes::<G1Projective>(&[100], &[0, 5], false);
+    sizes::<G2Projective>(&[37], &[4], false);
+    let p = points::<G1Projective>(64, 3);
+    check::<G1Projective>(&p, &[Fr::ONE; 64], &[3], false, "heavy bucket");
+    let err = cuda::msm_g1(&p, &[Fr::ONE; 63], 0).unwrap_err();
+    assert!(
+        err.to_string().contains("64 points but 63 scalars"),
+        "{err}"
+    );
+    let err = cuda::msm_g1(&p, &[Fr::ONE; 64], 25).unwrap_err();
+    assert!(err.to_string().contains("out of range"), "{err}");
+}
+
+/// Timing, not a check: `cargo test --release --test cuda_msm -- --ignored msm_g1_timing
+/// --nocapture`. Median of 3 runs after a warm-up, host→device copies included.
+#[test]
+#[ignore = "benchmark: run explicitly on a GPU host"]
+fn msm_g1_timing() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let max_log: u32 = std::env::var("CUZK_MSM_BENCH_MAX_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let t = Instant::now();
+    let n_max = 1usize << max_log;
+    let p = points::<G1Projective>(n_max, 1);
+    let s = scalars(n_max, 2);
+    eprintln!(
+        "generated 2^{max_log} points and scalars in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    for log in [20u32, 24].into_iter().filter(|&l| l <= max_log) {
+        let n = 1usize << log;
+        let windows: &[usize] = if log >= 22 {
+            &[0, 16, 20]
+        } else {
+            &[0, 13, 16]
+        };
+        for &w in windows {
+            cuda::msm_g1(&p[..n], &s[..n], w).unwrap(); // warm-up
+            let mut times: Vec<f64> = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    cuda::msm_g1(&p[..n], &s[..n], w).unwrap();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            eprintln!(
+                "BENCH msm_g1 n=2^{log} c={w}: median {:.1} ms (runs {:.1} / {:.1} / {:.1})",
+                times[1], times[0], times[1], times[2]
+            );
+        }
+    }
+    // One spot check of the largest size against blstrs.
+    let n = 1usize << max_log.min(20);
+    assert_same(
+        cuda::msm_g1(&p[..n], &s[..n], 0).unwrap(),
+        G1Projective::reference(&p[..n], &s[..n]),
+        "bench spot check",
+    );
+}

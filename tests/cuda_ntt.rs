@@ -1,0 +1,173 @@
+//! GPU NTT and quotient H against the CPU backend, bit for bit. Skipped, visibly, without
+//! a CUDA build or a GPU.
+
+use blstrs::Scalar as Fr;
+use cuzk_prove::prove::cpu::fft::{quotient, Domain};
+use cuzk_prove::prove::cuda;
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+fn gpu_or_skip() -> bool {
+    if !cuda::built() {
+        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
+        return false;
+    }
+    match cuda::device_count() {
+        Ok(0) => {
+            eprintln!("SKIPPED: no CUDA device");
+            false
+        }
+        Ok(_) => true,
+        Err(e) => panic!("CUDA device query failed: {e}"),
+    }
+}
+
+fn random(n: usize, rng: &mut ChaCha20Rng) -> Vec<Fr> {
+    (0..n).map(|_| Fr::random(&mut *rng)).collect()
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn ntt_matches_cpu_fft_and_inverts() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(21);
+    for log_n in [1u32, 2, 3, 5, 10, 13, 16, 20] {
+        let d = Domain::for_len(1 << log_n).unwrap();
+        let coeffs = random(1 << log_n, &mut rng);
+        let mut cpu = coeffs.clone();
+        d.fft(&mut cpu);
+        let mut gpu = coeffs.clone();
+        cuda::ntt::ntt(&mut gpu, false).unwrap();
+        assert!(gpu == cpu, "forward NTT 2^{log_n} differs from the CPU FFT");
+        cuda::ntt::ntt(&mut gpu, true).unwrap();
+        assert!(gpu == coeffs, "inverse NTT 2^{log_n} does not invert");
+    }
+    // All-zero and all-one vectors.
+    for v in [Fr::ZERO, Fr::ONE] {
+        let d = Domain::for_len(1 << 12).unwrap();
+        let mut cpu = vec![v; 1 << 12];
+        let mut gpu = cpu.clone();
+        d.fft(&mut cpu);
+        cuda::ntt::ntt(&mut gpu, false).unwrap();
+        assert!(gpu == cpu);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn quotient_matches_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(22);
+    // Sizes padded to the next power of two, odd ones included; satisfied (c = a·b) and
+    // unsatisfied (random c) evaluations: the two backends must agree either way.
+    for n in [
+        1usize,
+        2,
+        3,
+        100,
+        1000,
+        4097,
+        (1 << 16) + 3,
+        1 << 20,
+        2_687_961,
+    ] {
+        let a = random(n, &mut rng);
+        let b = random(n, &mut rng);
+        for satisfied in [true, false] {
+            let c: Vec<Fr> = if satisfied {
+                a.iter().zip(&b).map(|(x, y)| *x * y).collect()
+            } else {
+                random(n, &mut rng)
+            };
+            let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
+            let (gpu, ms) = cuda::ntt::quotient(&a, &b, &c).unwrap();
+            assert_eq!(gpu.len(), cpu.len(), "n = {n}");
+            assert!(gpu == cpu, "H differs for n = {n} (satisfied: {satisfied})");
+            if n > 1 << 19 {
+                eprintln!("quotient n = {n}: {ms:.2} ms on the device");
+            }
+        }
+    }
+}
+
+/// The kernels' per-thread code run on the host: checks the algorithm on machines without
+/// a GPU (CI), against the CPU backend.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn emulated_ntt_and_quotient_match_cpu() {
+    let mut rng = ChaCha20Rng::seed_from_u64(23);
+    for log_n in [1u32, 2, 3, 6, 11] {
+        let d = Domain::for_len(1 << log_n).unwrap();
+        let coeffs = random(1 << log_n, &mut rng);
+        let mut cpu = coeffs.clone();
+        d.fft(&mut cpu);
+        let mut emu = coeffs.clone();
+        cuda::ntt::ntt_emulated(&mut emu, false).unwrap();
+        assert!(emu == cpu, "emulated forward NTT 2^{log_n} differs");
+        cuda::ntt::ntt_emulated(&mut emu, true).unwrap();
+        assert!(
+            emu == coeffs,
+            "emulated inverse NTT 2^{log_n} does not invert"
+        );
+    }
+    for n in [1usize, 2, 3, 5, 100, 1000, 4097] {
+        let a = random(n, &mut rng);
+        let b = random(n, &mut rng);
+        for satisfied in [true, false] {
+            let c: Vec<Fr> = if satisfied {
+                a.iter().zip(&b).map(|(x, y)| *x * y).collect()
+            } else {
+                random(n, &mut rng)
+            };
+            let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
+            let emu = cuda::ntt::quotient_emulated(&a, &b, &c).unwrap();
+            assert!(
+                emu == cpu,
+                "emulated H differs for n = {n} (satisfied: {satisfied})"
+            );
+        }
+    }
+}
+
+/// Kernel timing (not a test): median of 3 after a warm-up, transfers excluded.
+/// `cargo test --release --test cuda_ntt ntt_timing -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: run explicitly on a GPU host"]
+fn ntt_timing() {
+    if !gpu_or_skip() {
+        return;
+    }
+    for log_n in [20u32, 22, 24, 27] {
+        let mut x: Vec<Fr> = (0..1u64 << log_n).map(Fr::from).collect();
+        cuda::ntt::ntt(&mut x, false).unwrap();
+        let mut ms: Vec<f32> = (0..3)
+            .map(|_| cuda::ntt::ntt(&mut x, false).unwrap())
+            .collect();
+        ms.sort_by(f32::total_cmp);
+        eprintln!(
+            "BENCH ntt 2^{log_n}: median {:.2} ms (runs {:.2} / {:.2} / {:.2})",
+            ms[1], ms[0], ms[1], ms[2]
+        );
+    }
+    for log_n in [22u32, 27] {
+        let n = (1usize << log_n) - 5;
+        let a: Vec<Fr> = (0..n as u64).map(Fr::from).collect();
+        let (_, warm) = cuda::ntt::quotient(&a, &a, &a).unwrap();
+        let (_, ms) = cuda::ntt::quotient(&a, &a, &a).unwrap();
+        eprintln!("BENCH quotient H 2^{log_n}: {ms:.1} ms (first run {warm:.1} ms)");
+    }
+}
