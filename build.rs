@@ -11,7 +11,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=cuda");
-    for v in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH"] {
+    for v in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "CUZK_CUDA_ARCHS"] {
         println!("cargo:rerun-if-env-changed={v}");
     }
     println!("cargo::rustc-check-cfg=cfg(cuzk_cuda)");
@@ -84,7 +84,14 @@ fn build_cuda(nvcc: &Path) {
         .flag("-std=c++17")
         .flag("-O3")
         .flag("-Xcompiler=-fPIC");
-    for arch in ["80", "89", "90", "120"] {
+    // CUZK_CUDA_ARCHS (e.g. "90") narrows the SASS targets for faster development and CI
+    // builds; the default covers Ampere to Blackwell. PTX for compute_90 is always added.
+    let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80,89,90,120".into());
+    for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        assert!(
+            arch.chars().all(|c| c.is_ascii_digit()),
+            "CUZK_CUDA_ARCHS must list SM numbers like 80,90; got '{arch}'"
+        );
         b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
     }
     b.flag("-gencode=arch=compute_90,code=compute_90");

@@ -33,9 +33,8 @@ struct FpParams {
 typedef Mont<FpParams> Fp;
 static_assert(sizeof(Fp) == 48, "Fp must match blst_fp");
 
-// BLS12-381 scalar field parameters: the NTT computes with them, and the MSM reads blstrs
-// Scalars with them (which are
-// Montgomery form, R = 2^256) as plain integers. The constants blst uses for blst_fr.
+// BLS12-381 scalar field Fr (R = 2^256, blst_fr's layout): the NTT computes with it, and
+// the MSM uses it to read blstrs Scalars (Montgomery form) as plain integers.
 struct FrParams {
     static constexpr int N = 4;
     static constexpr uint64_t INV = 0xfffffffeffffffffull;
