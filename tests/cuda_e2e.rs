@@ -7,23 +7,7 @@ mod common;
 use common::*;
 use cuzk_prove::cli::{Config, Device};
 use cuzk_prove::pipeline;
-use cuzk_prove::prove::cuda;
 use cuzk_prove::testdata::seal::Meta;
-
-fn gpu_or_skip() -> bool {
-    if !cuda::built() {
-        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
-        return false;
-    }
-    match cuda::device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device");
-            false
-        }
-        Ok(_) => true,
-        Err(e) => panic!("CUDA device query failed: {e}"),
-    }
-}
 
 fn prove(c1: &str, device: Device, seed: u64) -> pipeline::Outcome {
     let mut cfg = Config::new(root().join(c1), None);

@@ -1,26 +1,15 @@
 //! Device field arithmetic against blstrs, bit for bit. Skipped, visibly, without a CUDA
 //! build or a GPU.
 
+mod common;
+
+use common::gpu_or_skip;
+
 use blstrs::Scalar as Fr;
 use cuzk_prove::prove::cuda;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-
-fn gpu_or_skip() -> bool {
-    if !cuda::built() {
-        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
-        return false;
-    }
-    match cuda::device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device");
-            false
-        }
-        Ok(_) => true,
-        Err(e) => panic!("CUDA device query failed: {e}"),
-    }
-}
 
 #[test]
 #[cfg_attr(

@@ -3,6 +3,10 @@
 //! code on the host, so a CUDA build checks the algorithm even without a GPU; the others
 //! need a GPU and skip, visibly, without one. Everything is ignored in builds without CUDA.
 
+mod common;
+
+use common::gpu_or_skip;
+
 use blst::{blst_fp, blst_fp2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use cuzk_prove::prove::cuda;
@@ -14,21 +18,6 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 use std::fmt::Debug;
 use std::time::Instant;
-
-fn gpu_or_skip() -> bool {
-    if !cuda::built() {
-        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
-        return false;
-    }
-    match cuda::device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device");
-            false
-        }
-        Ok(_) => true,
-        Err(e) => panic!("CUDA device query failed: {e}"),
-    }
-}
 
 // ---------------------------------------------------------------- field arithmetic
 

@@ -1,27 +1,16 @@
 //! GPU NTT and quotient H against the CPU backend, bit for bit. Skipped, visibly, without
 //! a CUDA build or a GPU.
 
+mod common;
+
+use common::gpu_or_skip;
+
 use blstrs::Scalar as Fr;
 use cuzk_prove::prove::cpu::fft::{quotient, Domain};
 use cuzk_prove::prove::cuda;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-
-fn gpu_or_skip() -> bool {
-    if !cuda::built() {
-        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
-        return false;
-    }
-    match cuda::device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device");
-            false
-        }
-        Ok(_) => true,
-        Err(e) => panic!("CUDA device query failed: {e}"),
-    }
-}
 
 fn random(n: usize, rng: &mut ChaCha20Rng) -> Vec<Fr> {
     (0..n).map(|_| Fr::random(&mut *rng)).collect()

@@ -130,3 +130,21 @@ pub fn verify_seal(meta: &Meta, proof: &[u8]) -> bool {
     )
     .unwrap_or(false)
 }
+
+/// Whether the GPU tests can run here: false (printing SKIPPED and why) without a CUDA
+/// build or without a device; a failing device query is a test failure.
+pub fn gpu_or_skip() -> bool {
+    use cuzk_prove::prove::cuda;
+    if !cuda::built() {
+        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
+        return false;
+    }
+    match cuda::device_count() {
+        Ok(0) => {
+            eprintln!("SKIPPED: no CUDA device");
+            false
+        }
+        Ok(_) => true,
+        Err(e) => panic!("CUDA device query failed: {e}"),
+    }
+}
