@@ -99,7 +99,7 @@ fn quotient_matches_cpu() {
 )]
 fn emulated_ntt_and_quotient_match_cpu() {
     let mut rng = ChaCha20Rng::seed_from_u64(23);
-    for log_n in [1u32, 2, 3, 6, 11] {
+    for log_n in [1u32, 2, 3, 4, 5, 6, 7, 11] {
         let d = Domain::for_len(1 << log_n).unwrap();
         let coeffs = random(1 << log_n, &mut rng);
         let mut cpu = coeffs.clone();
