@@ -135,15 +135,18 @@ pub fn verify_seal(meta: &Meta, proof: &[u8]) -> bool {
 /// build or without a device; a failing device query is a test failure.
 pub fn gpu_or_skip() -> bool {
     use cuzk_prove::prove::cuda;
+    use std::io::Write;
+    // Straight to the process's stderr: libtest captures eprintln! of passing tests, and a
+    // skip must show in the CI log.
+    let skip = |why: &str| {
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+        false
+    };
     if !cuda::built() {
-        eprintln!("SKIPPED: built without CUDA (nvcc not found)");
-        return false;
+        return skip("built without CUDA (nvcc not found)");
     }
     match cuda::device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device");
-            false
-        }
+        Ok(0) => skip("no CUDA device"),
         Ok(_) => true,
         Err(e) => panic!("CUDA device query failed: {e}"),
     }
