@@ -1,17 +1,21 @@
 //! The CUDA backend: H by NTT on the GPU, the five products by GPU Pippenger MSMs. The flow
 //! (sections decoded one at a time on the host, dense scalars picked by the A/B densities)
 //! is the CPU backend's, so the two give identical products; every kernel result is
-//! checked against the CPU in the tests.
+//! checked against the CPU in the tests. A helper thread decodes the next section while
+//! the GPU works on the current one.
 //!
 //! Not yet here (issue 4): SRS resident on the device, split MSM for 0/1 scalars,
 //! pinned staging. Each MSM uploads its points.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use rayon::prelude::*;
 
 use super::{msm_g1, msm_g2, ntt};
-use crate::input::srs::Srs;
+use crate::input::srs::{Section, Srs};
 use crate::prove::{Backend, Products};
 use crate::report::Timings;
 use crate::synth::{Density, ProvingAssignment};
@@ -51,6 +55,28 @@ fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
         .collect()
 }
 
+/// Decoded sections arrive from a helper thread in the order the MSMs use them, so host
+/// decoding overlaps the GPU work (NTT, then the previous section's MSM). One section in
+/// flight at a time bounds memory.
+struct Decoded<P> {
+    rx: mpsc::Receiver<(Result<Vec<P>>, Duration)>,
+}
+
+impl<P> Decoded<P> {
+    fn next(&self, name: &str, t: &mut Timings) -> Result<Vec<P>> {
+        let (points, took) = t
+            .time(&format!("wait for SRS {name}"), || self.rx.recv())
+            .map_err(|_| anyhow::anyhow!("the SRS decoding thread stopped before {name}"))?;
+        t.add(&format!("  decode SRS {name} (overlapped)"), took);
+        points
+    }
+}
+
+fn decode<P: crate::input::srs::SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
+    let t0 = Instant::now();
+    (srs.points(s, 0..s.count), t0.elapsed())
+}
+
 impl Backend for Cuda {
     fn name(&self) -> &'static str {
         "cuda"
@@ -61,6 +87,30 @@ impl Backend for Cuda {
         srs: &Srs,
         parts: &mut [ProvingAssignment],
         t: &mut Timings,
+    ) -> Result<Vec<Products>> {
+        std::thread::scope(|scope| {
+            let (tx1, rx1) = mpsc::sync_channel(1);
+            let (tx2, rx2) = mpsc::sync_channel(1);
+            scope.spawn(move || {
+                for s in [&srs.h, &srs.l, &srs.a, &srs.b_g1] {
+                    if tx1.send(decode::<G1Affine>(srs, s)).is_err() {
+                        return; // the prover stopped on an error
+                    }
+                }
+                let _ = tx2.send(decode::<G2Affine>(srs, &srs.b_g2));
+            });
+            self.products_with(parts, t, &Decoded { rx: rx1 }, &Decoded { rx: rx2 })
+        })
+    }
+}
+
+impl Cuda {
+    fn products_with(
+        &self,
+        parts: &mut [ProvingAssignment],
+        t: &mut Timings,
+        g1: &Decoded<G1Affine>,
+        g2: &Decoded<G2Affine>,
     ) -> Result<Vec<Products>> {
         let w = self.window;
         let mut device_ms = 0f32;
@@ -80,11 +130,11 @@ impl Backend for Cuda {
                 .collect::<Result<Vec<_>>>()
         })?;
         t.add(
-            "  of which NTT kernels (CUDA events)",
-            std::time::Duration::from_secs_f64(device_ms as f64 / 1e3),
+            "  of which NTT kernels",
+            Duration::from_secs_f64(device_ms as f64 / 1e3),
         );
 
-        let pts: Vec<G1Affine> = t.time("decode SRS h", || srs.points(&srs.h, 0..srs.h.count))?;
+        let pts = g1.next("h", t)?;
         let h = t.time("MSM h (GPU)", || {
             hs.iter()
                 .map(|h| G1Affine::msm(&pts[..h.len()], h, w))
@@ -92,7 +142,7 @@ impl Backend for Cuda {
         })?;
         drop((pts, hs));
 
-        let pts: Vec<G1Affine> = t.time("decode SRS l", || srs.points(&srs.l, 0..srs.l.count))?;
+        let pts = g1.next("l", t)?;
         let l = t.time("MSM l (GPU)", || {
             parts
                 .iter()
@@ -101,7 +151,7 @@ impl Backend for Cuda {
         })?;
         drop(pts);
 
-        let pts: Vec<G1Affine> = t.time("decode SRS a", || srs.points(&srs.a, 0..srs.a.count))?;
+        let pts = g1.next("a", t)?;
         let a = t.time("MSM a (GPU)", || {
             parts
                 .iter()
@@ -131,14 +181,10 @@ impl Backend for Cuda {
                 })
                 .collect()
         }
-        let pts: Vec<G1Affine> = t.time("decode SRS b_g1", || {
-            srs.points(&srs.b_g1, 0..srs.b_g1.count)
-        })?;
+        let pts = g1.next("b_g1", t)?;
         let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w))?;
         drop(pts);
-        let pts: Vec<G2Affine> = t.time("decode SRS b_g2", || {
-            srs.points(&srs.b_g2, 0..srs.b_g2.count)
-        })?;
+        let pts = g2.next("b_g2", t)?;
         let b_g2 = t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w))?;
         drop(pts);
 
