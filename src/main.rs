@@ -111,8 +111,11 @@ fn real_main(cli: Cli) -> Result<()> {
             let bytes = gen_c1::encode(&g.c1, sector_num, raw)?;
             output::write_atomic(&out, &bytes)
                 .with_context(|| format!("cannot write {}", out.display()))?;
-            output::write_atomic(&meta_path, &serde_json::to_vec_pretty(&g.meta)?)
-                .with_context(|| format!("cannot write {}", meta_path.display()))?;
+            if let Err(e) = output::write_atomic(&meta_path, &serde_json::to_vec_pretty(&g.meta)?) {
+                // No C1 without its metadata: the pair is the output.
+                let _ = std::fs::remove_file(&out);
+                return Err(e).with_context(|| format!("cannot write {}", meta_path.display()));
+            }
             let s = &g.stats;
             eprintln!(
                 "{proof:?}: {} partitions × {} challenges, {} layers, {} columns opened, {} \
