@@ -129,6 +129,19 @@ impl ProvingAssignment {
     }
 }
 
+/// coeff · value, without a field multiplication in the common cases: the witness is
+/// mostly bits and most coefficients are 1.
+#[inline(always)]
+fn term(coeff: &Fr, value: &Fr) -> Fr {
+    if *coeff == Fr::ONE || *value == Fr::ZERO {
+        *value
+    } else if *value == Fr::ONE {
+        *coeff
+    } else {
+        *value * coeff
+    }
+}
+
 #[inline]
 fn eval(
     lc: &LinearCombination<Fr>,
@@ -142,11 +155,7 @@ fn eval(
         if bool::from(coeff.is_zero()) {
             continue;
         }
-        acc += if *coeff == Fr::ONE {
-            inputs[i]
-        } else {
-            inputs[i] * coeff
-        };
+        acc += term(coeff, &inputs[i]);
         if let Some(d) = input_density.as_deref_mut() {
             d.inc(i);
         }
@@ -155,11 +164,7 @@ fn eval(
         if bool::from(coeff.is_zero()) {
             continue;
         }
-        acc += if *coeff == Fr::ONE {
-            aux[i]
-        } else {
-            aux[i] * coeff
-        };
+        acc += term(coeff, &aux[i]);
         if let Some(d) = aux_density.as_deref_mut() {
             d.inc(i);
         }
