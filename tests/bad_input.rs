@@ -146,16 +146,32 @@ fn c1_for_another_sector_size_than_the_parameters() {
     );
 }
 
-/// Copies the fixture's parameters, then lets `edit` change the copy.
+/// A sparse copy of the fixture's parameters: same length, the verifying key and every
+/// section count copied, the points left as holes (all checks these tests trigger run
+/// before any point is decoded). A full copy would put 1.1 GB on disk per test, which a
+/// small CI disk does not have. Then `edit` changes the copy.
 fn edited_params(name: &str, edit: impl FnOnce(&mut std::fs::File, u64)) -> PathBuf {
     let dst = scratch(&format!("{name}-params")).join("test.params");
-    std::fs::copy(params_file(), &dst).unwrap();
+    let mut src = std::fs::File::open(params_file()).unwrap();
+    let len = src.metadata().unwrap().len();
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
+        .create_new(true)
         .open(&dst)
         .unwrap();
-    let len = f.metadata().unwrap().len();
+    f.set_len(len).unwrap();
+    // The verifying key and the ic points, then each section's 4-byte count.
+    let sections = counts(&mut src);
+    let mut regions = vec![(0u64, sections[1].0)];
+    regions.extend(sections[1..].iter().map(|&(at, _, _)| (at, 4)));
+    for (at, n) in regions {
+        let mut b = vec![0u8; n as usize];
+        src.seek(SeekFrom::Start(at)).unwrap();
+        src.read_exact(&mut b).unwrap();
+        f.seek(SeekFrom::Start(at)).unwrap();
+        f.write_all(&b).unwrap();
+    }
     edit(&mut f, len);
     dst
 }
@@ -178,7 +194,8 @@ fn truncated_parameters() {
     );
 }
 
-/// Offsets of the section counts: vk, ic, then h, l, a, b_g1, b_g2.
+/// (offset, count, point size) of the sections after the verifying key's fixed part:
+/// ic, h, l, a, b_g1, b_g2.
 fn counts(f: &mut std::fs::File) -> Vec<(u64, u32, u64)> {
     let mut at = 3 * 96 + 3 * 192;
     let mut out = Vec::new();
@@ -196,19 +213,17 @@ fn counts(f: &mut std::fs::File) -> Vec<(u64, u32, u64)> {
 #[test]
 fn parameters_with_wrong_counts() {
     // A self-consistent file whose B sections hold one point too few for the circuit.
-    let p = edited_params("counts", |f, len| {
+    let p = edited_params("counts", |f, _| {
         let c = counts(f);
         let ((b1_at, b1_n, _), (b2_at, b2_n, _)) = (c[4], c[5]);
-        let mut b2 = vec![0u8; (len - b2_at - 4 - 192) as usize];
-        f.seek(SeekFrom::Start(b2_at + 4)).unwrap();
-        f.read_exact(&mut b2).unwrap();
+        // The copy's points are holes, so shifting b_g2 back by one G1 point is rewriting
+        // its count 96 bytes earlier and dropping one G2 point from the end.
         let new_b2_at = b2_at - 96;
         f.seek(SeekFrom::Start(b1_at)).unwrap();
         f.write_all(&(b1_n - 1).to_be_bytes()).unwrap();
         f.seek(SeekFrom::Start(new_b2_at)).unwrap();
         f.write_all(&(b2_n - 1).to_be_bytes()).unwrap();
-        f.write_all(&b2).unwrap();
-        f.set_len(new_b2_at + 4 + b2.len() as u64).unwrap();
+        f.set_len(new_b2_at + 4 + (b2_n as u64 - 1) * 192).unwrap();
     });
     expect_error(
         "counts",
@@ -218,9 +233,9 @@ fn parameters_with_wrong_counts() {
     );
     // A count that runs past the end of the file.
     let p = edited_params("count-past-end", |f, _| {
-        let (l_at, l_n, _) = counts(f)[1];
-        f.seek(SeekFrom::Start(l_at)).unwrap();
-        f.write_all(&(l_n + 1000).to_be_bytes()).unwrap();
+        let (h_at, h_n, _) = counts(f)[1];
+        f.seek(SeekFrom::Start(h_at)).unwrap();
+        f.write_all(&(h_n + 1000).to_be_bytes()).unwrap();
     });
     expect_error(
         "count-past-end",
