@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+pub use crate::prove::cuda::backend::BG2;
+
 pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
 #[derive(Parser, Debug)]
@@ -101,6 +103,31 @@ pub enum Command {
         #[arg(long, value_name = "HEX")]
         seed: Option<String>,
     },
+    /// GPU kernel benchmarks: MSM in G1 (random and witness-like scalars, split on and
+    /// off) and G2, NTT, quotient H; warm-up, then the median of --runs runs per size.
+    #[command(name = "bench-gpu")]
+    BenchGpu {
+        /// Smallest size, 2^N.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        min_log: u32,
+        /// Largest G1 MSM, NTT and H, 2^N.
+        #[arg(long, value_name = "N", default_value_t = 27)]
+        max_log: u32,
+        /// Largest G2 MSM, 2^N.
+        #[arg(long, value_name = "N", default_value_t = 25)]
+        g2_max_log: u32,
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        runs: usize,
+        /// Witness-like scalars: percent equal to 0 (default: PoRep's aux, 51 %).
+        #[arg(long, value_name = "PCT", default_value_t = 51)]
+        zeros: u32,
+        /// Witness-like scalars: percent equal to 1 (default: PoRep's aux, 47 %).
+        #[arg(long, value_name = "PCT", default_value_t = 47)]
+        ones: u32,
+        /// Also write the rows as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// Print the man page (roff) generated from these flags.
     #[command(name = "manpage", hide = true)]
     Manpage,
@@ -113,6 +140,13 @@ pub enum Device {
     Auto,
     Cpu,
     Cuda,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize)]
@@ -179,6 +213,16 @@ pub struct ProveArgs {
     #[arg(long, value_name = "auto|N", default_value = "auto")]
     pub msm_window: String,
 
+    /// GPU split MSM for the witness products L, A, B: drop zero scalars, batch-add the
+    /// points of scalars equal to one, bucket only the rest.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub split_msm: Switch,
+
+    /// Where the CUDA backend computes B in G2: on the GPU, or with blst on the host cores
+    /// while the GPU does everything else.
+    #[arg(long, value_enum, default_value_t = BG2::Gpu)]
+    pub b_g2: BG2,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -234,6 +278,10 @@ pub struct Config {
     pub device: Device,
     /// GPU MSM window bits; 0 = auto.
     pub msm_window: usize,
+    /// GPU split MSM for L, A, B.
+    pub split_msm: bool,
+    /// Where the CUDA backend computes B in G2.
+    pub b_g2: BG2,
     pub synth_threads: usize,
     pub presize: bool,
     pub max_circuits: Option<usize>,
@@ -261,6 +309,8 @@ impl Config {
             sector_num: None,
             device: Device::Auto,
             msm_window: 0,
+            split_msm: true,
+            b_g2: BG2::Gpu,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             max_circuits: None,
@@ -308,6 +358,8 @@ impl TryFrom<ProveArgs> for Config {
             sector_num: a.sector_num,
             device: a.device,
             msm_window,
+            split_msm: a.split_msm == Switch::On,
+            b_g2: a.b_g2,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -330,4 +382,27 @@ pub fn manpage() -> Result<String> {
     let mut out = Vec::new();
     clap_mangen::Man::new(cmd).render(&mut out)?;
     Ok(String::from_utf8(out)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(args: &[&str]) -> Result<Config> {
+        let base = ["cuzk-prove", "--c1", "c1.json", "-o", "proof.bin"];
+        let cli = Cli::try_parse_from(base.iter().chain(args))?;
+        Config::try_from(cli.prove)
+    }
+
+    #[test]
+    fn gpu_flags() {
+        let c = config(&[]).unwrap();
+        assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
+        let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
+        assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));
+        let e = config(&["--msm-window", "25"]).unwrap_err();
+        assert!(e.to_string().contains("--msm-window must be auto"), "{e}");
+        assert!(config(&["--split-msm", "yes"]).is_err());
+        assert!(config(&["--b-g2", "fpga"]).is_err());
+    }
 }

@@ -1,9 +1,11 @@
 //! cuzk-prove: a single-shot Groth16 prover for Filecoin PoRep commit phase 2.
 //!
 //! The pipeline, one module each: [`input`] (C1, SRS) → [`circuit`] → [`synth`] →
-//! [`prove`] (backend: cpu) → [`verify`] and [`output`] → [`report`]; [`pipeline`] runs
-//! them in order, [`cli`] turns flags into a validated [`cli::Config`].
+//! [`prove`] (backend: cpu or cuda) → [`verify`] and [`output`] → [`report`]; [`pipeline`]
+//! runs them in order, [`cli`] turns flags into a validated [`cli::Config`]. [`bench`]
+//! times the GPU kernels.
 
+pub mod bench;
 pub mod circuit;
 pub mod cli;
 pub mod input;

@@ -135,6 +135,31 @@ fn real_main(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Some(Command::BenchGpu {
+            min_log,
+            max_log,
+            g2_max_log,
+            runs,
+            zeros,
+            ones,
+            json,
+        }) => {
+            if let Some(j) = &json {
+                output::check_path(j)?;
+            }
+            let rows = cuzk_prove::bench::run(&cuzk_prove::bench::Options {
+                min_log,
+                max_log,
+                g2_max_log,
+                runs,
+                zeros,
+                ones,
+            })?;
+            if let Some(j) = &json {
+                output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;
+            }
+            Ok(())
+        }
         Some(Command::Manpage) => {
             print!("{}", cuzk_prove::cli::manpage()?);
             Ok(())

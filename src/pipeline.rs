@@ -19,7 +19,7 @@ use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::{self, assemble, cpu::Cpu, cuda::backend::Cuda, Backend, Randomness};
 use crate::report::Timings;
-use crate::synth::{presize, Shape};
+use crate::synth::{presize, Shape, WitnessStats};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
@@ -117,7 +117,11 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
 fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
     let cuda = || -> Box<dyn Backend> {
         Box::new(Cuda {
-            window: cfg.msm_window,
+            msm: prove::cuda::Msm {
+                window: cfg.msm_window,
+                split: cfg.split_msm,
+            },
+            b_g2: cfg.b_g2,
         })
     };
     Ok(match cfg.device {
@@ -246,6 +250,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let batch = cfg.max_circuits.unwrap_or(todo.len()).max(1);
     let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
     let mut shape = None;
+    let mut witness = None;
     for (b, ks) in todo.chunks(batch).enumerate() {
         let mut parts = t.time("synthesis", || {
             pool.install(|| {
@@ -267,6 +272,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             shape = Some(s);
         }
         srs.check_circuit(shape.as_ref().unwrap())?;
+        if witness.is_none() {
+            let w = WitnessStats::of(&parts[0]);
+            log::debug!("witness of partition {}: {w:?}", ks[0]);
+            witness = Some(w);
+        }
         if cfg.stop_after == Some(Phase::Synth) {
             continue;
         }
@@ -283,6 +293,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         proofs.extend(ks.iter().copied().zip(assembled));
     }
     report["circuit"] = json!(shape);
+    report["witness"] = json!(witness);
     if matches!(cfg.stop_after, Some(Phase::Synth) | Some(Phase::Prove)) {
         return done(t, report);
     }

@@ -5,16 +5,26 @@
 mod common;
 
 use common::*;
-use cuzk_prove::cli::{Config, Device};
+use cuzk_prove::cli::{Config, Device, BG2};
 use cuzk_prove::pipeline;
 use cuzk_prove::testdata::seal::Meta;
 
 fn prove(c1: &str, device: Device, seed: u64) -> pipeline::Outcome {
+    prove_with(c1, device, seed, |_| {})
+}
+
+fn prove_with(
+    c1: &str,
+    device: Device,
+    seed: u64,
+    set: impl FnOnce(&mut Config),
+) -> pipeline::Outcome {
     let mut cfg = Config::new(root().join(c1), None);
     cfg.param_cache = param_cache().to_path_buf();
     cfg.device = device;
     cfg.rng_seed = Some(seed);
     cfg.quiet = true;
+    set(&mut cfg);
     pipeline::run(&cfg).unwrap()
 }
 
@@ -47,6 +57,15 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
         assert!(
             verify_seal(&meta, &gpu.proof),
             "{size}: verify_seal rejected the GPU proof"
+        );
+        // Every optimization off, and B in G2 on the host: still the same proof.
+        let plain = prove_with(&c1, Device::Cuda, 7, |c| {
+            c.split_msm = false;
+            c.b_g2 = BG2::Cpu;
+        });
+        assert_eq!(
+            plain.proof, cpu.proof,
+            "{size}: GPU proof without the split MSM / with B in G2 on the CPU differs"
         );
     }
 }

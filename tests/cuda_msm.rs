@@ -9,15 +9,14 @@ use common::gpu_or_skip;
 
 use blst::{blst_fp, blst_fp2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use cuzk_prove::prove::cuda;
+use cuzk_prove::bench;
+use cuzk_prove::prove::cuda::{self, Msm};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group, UncompressedEncoding};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use rayon::prelude::*;
 use std::fmt::Debug;
-use std::time::Instant;
 
 // ---------------------------------------------------------------- field arithmetic
 
@@ -156,21 +155,21 @@ fn fp_fp2_match_blst() {
 
 /// One of the two groups, with its MSM entry points.
 trait TestGroup: Curve<AffineRepr = Self::Aff> + Group<Scalar = Fr> + Debug + Send + Sync {
-    type Aff: PrimeCurveAffine<Curve = Self> + UncompressedEncoding + Copy + Send + Sync;
+    type Aff: PrimeCurveAffine<Curve = Self> + UncompressedEncoding + Copy + Default + Send + Sync;
     const NAME: &'static str;
-    fn gpu(p: &[Self::Aff], s: &[Fr], window: usize) -> anyhow::Result<Self>;
-    fn emulated(p: &[Self::Aff], s: &[Fr], window: usize) -> anyhow::Result<Self>;
+    fn gpu(p: &[Self::Aff], s: &[Fr], cfg: Msm) -> anyhow::Result<Self>;
+    fn emulated(p: &[Self::Aff], s: &[Fr], cfg: Msm) -> anyhow::Result<Self>;
     fn reference(p: &[Self::Aff], s: &[Fr]) -> Self;
 }
 
 impl TestGroup for G1Projective {
     type Aff = G1Affine;
     const NAME: &'static str = "G1";
-    fn gpu(p: &[G1Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
-        cuda::msm_g1(p, s, window)
+    fn gpu(p: &[G1Affine], s: &[Fr], cfg: Msm) -> anyhow::Result<Self> {
+        cuda::msm_g1(p, s, cfg)
     }
-    fn emulated(p: &[G1Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
-        cuda::msm_g1_emulated(p, s, window)
+    fn emulated(p: &[G1Affine], s: &[Fr], cfg: Msm) -> anyhow::Result<Self> {
+        cuda::msm_g1_emulated(p, s, cfg)
     }
     fn reference(p: &[G1Affine], s: &[Fr]) -> Self {
         if p.len() <= 300 {
@@ -184,11 +183,11 @@ impl TestGroup for G1Projective {
 impl TestGroup for G2Projective {
     type Aff = G2Affine;
     const NAME: &'static str = "G2";
-    fn gpu(p: &[G2Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
-        cuda::msm_g2(p, s, window)
+    fn gpu(p: &[G2Affine], s: &[Fr], cfg: Msm) -> anyhow::Result<Self> {
+        cuda::msm_g2(p, s, cfg)
     }
-    fn emulated(p: &[G2Affine], s: &[Fr], window: usize) -> anyhow::Result<Self> {
-        cuda::msm_g2_emulated(p, s, window)
+    fn emulated(p: &[G2Affine], s: &[Fr], cfg: Msm) -> anyhow::Result<Self> {
+        cuda::msm_g2_emulated(p, s, cfg)
     }
     fn reference(p: &[G2Affine], s: &[Fr]) -> Self {
         if p.len() <= 300 {
@@ -199,37 +198,12 @@ impl TestGroup for G2Projective {
     }
 }
 
-/// n distinct points start + i·step (repeated addition, in parallel chunks), normalised.
 fn points<G: TestGroup>(n: usize, seed: u64) -> Vec<G::Aff> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let start = G::random(&mut rng);
-    let step = G::random(&mut rng);
-    const CHUNK: usize = 1 << 14;
-    let mut proj = vec![G::identity(); n];
-    proj.par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(k, chunk)| {
-            let mut p = start + step * Fr::from((k * CHUNK) as u64);
-            for x in chunk {
-                *x = p;
-                p += step;
-            }
-        });
-    let mut out = vec![G::Aff::identity(); n];
-    proj.par_chunks(CHUNK)
-        .zip(out.par_chunks_mut(CHUNK))
-        .for_each(|(p, a)| G::batch_normalize(p, a));
-    out
+    bench::points::<G>(n, seed)
 }
 
 fn scalars(n: usize, seed: u64) -> Vec<Fr> {
-    const CHUNK: usize = 1 << 14;
-    let mut out = vec![Fr::ZERO; n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
-        let mut rng = ChaCha20Rng::seed_from_u64(seed ^ ((k as u64) << 20));
-        c.iter_mut().for_each(|s| *s = Fr::random(&mut rng));
-    });
-    out
+    bench::random_scalars(n, seed)
 }
 
 fn assert_same<G: TestGroup>(got: G, want: G, what: &str) {
@@ -242,20 +216,36 @@ fn assert_same<G: TestGroup>(got: G, want: G, what: &str) {
     );
 }
 
+/// Every window, with the split MSM off and on.
 fn check<G: TestGroup>(p: &[G::Aff], s: &[Fr], windows: &[usize], emulate: bool, what: &str) {
     let want = G::reference(p, s);
-    for &w in windows {
-        let got = if emulate {
-            G::emulated(p, s, w)
-        } else {
-            G::gpu(p, s, w)
-        };
-        let got = got.unwrap_or_else(|e| panic!("{} {what} n={} c={w}: {e:#}", G::NAME, p.len()));
-        assert_same(
-            got,
-            want,
-            &format!("{what} n={} c={w} emulate={emulate}", p.len()),
-        );
+    for &window in windows {
+        for split in [false, true] {
+            let cfg = Msm { window, split };
+            let got = if emulate {
+                G::emulated(p, s, cfg)
+            } else {
+                G::gpu(p, s, cfg)
+            };
+            let got =
+                got.unwrap_or_else(|e| panic!("{} {what} n={} {cfg:?}: {e:#}", G::NAME, p.len()));
+            assert_same(
+                got,
+                want,
+                &format!("{what} n={} {cfg:?} emulate={emulate}", p.len()),
+            );
+        }
+    }
+}
+
+/// The split's cases: 0/1-heavy vectors, only zeros and ones, ones without zeros, no ones.
+fn split_cases<G: TestGroup>(ns: &[usize], windows: &[usize], emulate: bool) {
+    for &n in ns {
+        let p = points::<G>(n, 300 + n as u64);
+        for (zeros, ones) in [(60, 35), (50, 50), (0, 100), (0, 90), (90, 0), (100, 0)] {
+            let s = bench::witness_scalars(n, zeros, ones, 400 + n as u64 + zeros as u64);
+            check::<G>(&p, &s, windows, emulate, &format!("{zeros}% 0, {ones}% 1"));
+        }
     }
 }
 
@@ -349,6 +339,8 @@ fn msm_matches_blstrs_emulated() {
     sizes::<G2Projective>(&[4097], &[0], true);
     edge_cases::<G1Projective>(&[0, 3, 11], true);
     edge_cases::<G2Projective>(&[0, 7], true);
+    split_cases::<G1Projective>(&[1, 100, 5000], &[0, 6], true);
+    split_cases::<G2Projective>(&[1, 1000], &[0], true);
 }
 
 #[test]
@@ -395,6 +387,8 @@ fn msm_edge_cases_match_blstrs() {
     }
     edge_cases::<G1Projective>(&[0, 1, 3, 8, 16], false);
     edge_cases::<G2Projective>(&[0, 2, 9, 16], false);
+    split_cases::<G1Projective>(&[1, 100, 5000, 1 << 20], &[0, 12], false);
+    split_cases::<G2Projective>(&[1, 1000, 65537], &[0, 9], false);
 }
 
 /// Small, for compute-sanitizer: every kernel of G1 and G2 once.
@@ -411,63 +405,20 @@ fn msm_small() {
     sizes::<G2Projective>(&[37], &[4], false);
     let p = points::<G1Projective>(64, 3);
     check::<G1Projective>(&p, &[Fr::ONE; 64], &[3], false, "heavy bucket");
-    let err = cuda::msm_g1(&p, &[Fr::ONE; 63], 0).unwrap_err();
+    let auto = Msm::default();
+    let err = cuda::msm_g1(&p, &[Fr::ONE; 63], auto).unwrap_err();
     assert!(
         err.to_string().contains("64 points but 63 scalars"),
         "{err}"
     );
-    let err = cuda::msm_g1(&p, &[Fr::ONE; 64], 25).unwrap_err();
+    let err = cuda::msm_g1(
+        &p,
+        &[Fr::ONE; 64],
+        Msm {
+            window: 25,
+            split: true,
+        },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
-}
-
-/// Timing, not a check: `cargo test --release --test cuda_msm -- --ignored msm_g1_timing
-/// --nocapture`. Median of 3 runs after a warm-up, host→device copies included.
-#[test]
-#[ignore = "benchmark: run explicitly on a GPU host"]
-fn msm_g1_timing() {
-    if !gpu_or_skip() {
-        return;
-    }
-    let max_log: u32 = std::env::var("CUZK_MSM_BENCH_MAX_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24);
-    let t = Instant::now();
-    let n_max = 1usize << max_log;
-    let p = points::<G1Projective>(n_max, 1);
-    let s = scalars(n_max, 2);
-    eprintln!(
-        "generated 2^{max_log} points and scalars in {:.1} s",
-        t.elapsed().as_secs_f64()
-    );
-    for log in [20u32, 24].into_iter().filter(|&l| l <= max_log) {
-        let n = 1usize << log;
-        let windows: &[usize] = if log >= 22 {
-            &[0, 16, 20]
-        } else {
-            &[0, 13, 16]
-        };
-        for &w in windows {
-            cuda::msm_g1(&p[..n], &s[..n], w).unwrap(); // warm-up
-            let mut times: Vec<f64> = (0..3)
-                .map(|_| {
-                    let t = Instant::now();
-                    cuda::msm_g1(&p[..n], &s[..n], w).unwrap();
-                    t.elapsed().as_secs_f64() * 1e3
-                })
-                .collect();
-            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            eprintln!(
-                "BENCH msm_g1 n=2^{log} c={w}: median {:.1} ms (runs {:.1} / {:.1} / {:.1})",
-                times[1], times[0], times[1], times[2]
-            );
-        }
-    }
-    // One spot check of the largest size against blstrs.
-    let n = 1usize << max_log.min(20);
-    assert_same(
-        cuda::msm_g1(&p[..n], &s[..n], 0).unwrap(),
-        G1Projective::reference(&p[..n], &s[..n]),
-        "bench spot check",
-    );
 }

@@ -131,32 +131,3 @@ fn emulated_ntt_and_quotient_match_cpu() {
         }
     }
 }
-
-/// Kernel timing (not a test): median of 3 after a warm-up, transfers excluded.
-/// `cargo test --release --test cuda_ntt ntt_timing -- --ignored --nocapture`
-#[test]
-#[ignore = "benchmark: run explicitly on a GPU host"]
-fn ntt_timing() {
-    if !gpu_or_skip() {
-        return;
-    }
-    for log_n in [20u32, 22, 24, 27] {
-        let mut x: Vec<Fr> = (0..1u64 << log_n).map(Fr::from).collect();
-        cuda::ntt::ntt(&mut x, false).unwrap();
-        let mut ms: Vec<f32> = (0..3)
-            .map(|_| cuda::ntt::ntt(&mut x, false).unwrap())
-            .collect();
-        ms.sort_by(f32::total_cmp);
-        eprintln!(
-            "BENCH ntt 2^{log_n}: median {:.2} ms (runs {:.2} / {:.2} / {:.2})",
-            ms[1], ms[0], ms[1], ms[2]
-        );
-    }
-    for log_n in [22u32, 27] {
-        let n = (1usize << log_n) - 5;
-        let a: Vec<Fr> = (0..n as u64).map(Fr::from).collect();
-        let (_, warm) = cuda::ntt::quotient(&a, &a, &a).unwrap();
-        let (_, ms) = cuda::ntt::quotient(&a, &a, &a).unwrap();
-        eprintln!("BENCH quotient H 2^{log_n}: {ms:.1} ms (first run {warm:.1} ms)");
-    }
-}

@@ -34,6 +34,8 @@
 #define CUZK_UNROLL
 #endif
 
+#include "carry.cuh"
+
 namespace cuzk {
 
 typedef unsigned __int128 u128;
@@ -72,36 +74,11 @@ CUZK_UNROLL
     return acc == 0;
 }
 
-// r = t − p if t ≥ p else t, for t < 2p. Branch-free: the subtraction is always done
-// and the borrow selects the result (threads of a warp stay converged).
-template <class P>
-CUZK_HD void reduce_once(uint64_t t[P::N], uint64_t carry_in, uint64_t r[P::N]) {
-    uint64_t d[P::N];
-    uint64_t borrow = 0;
-CUZK_UNROLL
-    for (int i = 0; i < P::N; ++i) {
-        u128 x = (u128)t[i] - P::p(i) - borrow;
-        d[i] = (uint64_t)x;
-        borrow = (uint64_t)(x >> 64) & 1;
-    }
-    // t ≥ p exactly when the subtraction did not borrow, or the value had a carry limb.
-    const uint64_t keep_t = (borrow & ~carry_in & 1) ? ~0ull : 0ull;
-CUZK_UNROLL
-    for (int i = 0; i < P::N; ++i) r[i] = (t[i] & keep_t) | (d[i] & ~keep_t);
-}
-
+// add, sub and mul: carry.cuh, 32-bit carry chains (PTX on the device).
 template <class P>
 CUZK_HD Mont<P> add(const Mont<P>& a, const Mont<P>& b) {
-    uint64_t t[P::N];
-    uint64_t carry = 0;
-CUZK_UNROLL
-    for (int i = 0; i < P::N; ++i) {
-        u128 x = (u128)a.l[i] + b.l[i] + carry;
-        t[i] = (uint64_t)x;
-        carry = (uint64_t)(x >> 64);
-    }
     Mont<P> r;
-    reduce_once<P>(t, carry, r.l);
+    carry::add<P>(a.l, b.l, r.l);
     return r;
 }
 
@@ -113,22 +90,7 @@ CUZK_HD Mont<P> dbl(const Mont<P>& a) {
 template <class P>
 CUZK_HD Mont<P> sub(const Mont<P>& a, const Mont<P>& b) {
     Mont<P> r;
-    uint64_t borrow = 0;
-CUZK_UNROLL
-    for (int i = 0; i < P::N; ++i) {
-        u128 x = (u128)a.l[i] - b.l[i] - borrow;
-        r.l[i] = (uint64_t)x;
-        borrow = (uint64_t)(x >> 64) & 1;
-    }
-    // Went below zero: add p back (masked, so no branch).
-    const uint64_t mask = 0 - borrow;
-    uint64_t carry = 0;
-CUZK_UNROLL
-    for (int i = 0; i < P::N; ++i) {
-        u128 x = (u128)r.l[i] + (P::p(i) & mask) + carry;
-        r.l[i] = (uint64_t)x;
-        carry = (uint64_t)(x >> 64);
-    }
+    carry::sub<P>(a.l, b.l, r.l);
     return r;
 }
 
@@ -149,43 +111,11 @@ CUZK_UNROLL
     return r;
 }
 
-// Montgomery product a·b·R⁻¹ mod p, coarsely integrated operand scanning (CIOS): one
-// row of a·b[i] is added into t, then t is shifted down one limb after adding the
-// multiple m·p that zeroes its low limb. t stays below 2p, so one final subtraction.
+// Montgomery product a·b·R⁻¹ mod p (CIOS, carry.cuh).
 template <class P>
 CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
-    constexpr int N = P::N;
-    uint64_t t[N + 2];
-CUZK_UNROLL
-    for (int i = 0; i < N + 2; ++i) t[i] = 0;
-CUZK_UNROLL
-    for (int i = 0; i < N; ++i) {
-        u128 c = 0;
-CUZK_UNROLL
-        for (int j = 0; j < N; ++j) {
-            c += (u128)a.l[j] * b.l[i] + t[j];
-            t[j] = (uint64_t)c;
-            c >>= 64;
-        }
-        c += t[N];
-        t[N] = (uint64_t)c;
-        t[N + 1] = (uint64_t)(c >> 64);
-
-        const uint64_t m = t[0] * P::INV;
-        c = (u128)m * P::p(0) + t[0];
-        c >>= 64;
-CUZK_UNROLL
-        for (int j = 1; j < N; ++j) {
-            c += (u128)m * P::p(j) + t[j];
-            t[j - 1] = (uint64_t)c;
-            c >>= 64;
-        }
-        c += t[N];
-        t[N - 1] = (uint64_t)c;
-        t[N] = t[N + 1] + (uint64_t)(c >> 64);
-    }
     Mont<P> r;
-    reduce_once<P>(t, t[N], r.l);
+    carry::mul<P>(a.l, b.l, r.l);
     return r;
 }
 

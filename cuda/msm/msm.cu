@@ -5,18 +5,18 @@
 namespace {
 
 template <class F>
-int msm_entry(const void* points, const void* scalars, size_t n, int window, int emulate,
-              void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out, char* err,
-              size_t errlen) {
+int msm_entry(const void* points, const void* scalars, size_t n, int window, int split,
+              int emulate, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+              uint64_t* split_counts, char* err, size_t errlen) {
     try {
         if (emulate) {
             cuzk::HostExec ex{err, errlen};
-            return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, out, out_cap, c_out,
-                                             windows_out);
+            return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, split, out,
+                                             out_cap, c_out, windows_out, split_counts);
         }
         cuzk::DeviceExec ex{err, errlen};
-        return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, out, out_cap, c_out,
-                                         windows_out);
+        return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, split, out, out_cap,
+                                         c_out, windows_out, split_counts);
     } catch (const std::exception& e) {  // never unwind into Rust
         snprintf(err, errlen, "MSM: %s", e.what());
         return -1;
@@ -27,20 +27,24 @@ int msm_entry(const void* points, const void* scalars, size_t n, int window, int
 
 // Σ scalars[i]·points[i] over G1 as per-window sums: points are blst_p1_affine[n]
 // (infinity = all zero), scalars blst_fr[n] (Montgomery), window the bits per window
-// (0 = automatic). Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out
-// and the window size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same
-// per-thread code on the host (tests without a GPU). Returns 0, or non-zero with err set.
+// (0 = automatic). split ≠ 0 sums the points of scalars equal to one by batch addition and
+// drops zeros before the buckets; split_counts (nullable) receives [ones, bucketed]. Writes
+// *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window size to
+// *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on the
+// host (tests without a GPU). Returns 0, or non-zero with err set.
 extern "C" int cuzk_msm_g1(const void* points, const void* scalars, size_t n, int window,
-                           int emulate, void* out, size_t out_cap, uint32_t* c_out,
-                           uint32_t* windows_out, char* err, size_t errlen) {
-    return msm_entry<cuzk::Fp>(points, scalars, n, window, emulate, out, out_cap, c_out,
-                               windows_out, err, errlen);
+                           int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
+                           uint32_t* windows_out, uint64_t* split_counts, char* err,
+                           size_t errlen) {
+    return msm_entry<cuzk::Fp>(points, scalars, n, window, split, emulate, out, out_cap, c_out,
+                               windows_out, split_counts, err, errlen);
 }
 
 // The same over G2: points blst_p2_affine[n], out blst_p2 (Jacobian over Fp2).
 extern "C" int cuzk_msm_g2(const void* points, const void* scalars, size_t n, int window,
-                           int emulate, void* out, size_t out_cap, uint32_t* c_out,
-                           uint32_t* windows_out, char* err, size_t errlen) {
-    return msm_entry<cuzk::Fp2>(points, scalars, n, window, emulate, out, out_cap, c_out,
-                                windows_out, err, errlen);
+                           int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
+                           uint32_t* windows_out, uint64_t* split_counts, char* err,
+                           size_t errlen) {
+    return msm_entry<cuzk::Fp2>(points, scalars, n, window, split, emulate, out, out_cap, c_out,
+                                windows_out, split_counts, err, errlen);
 }

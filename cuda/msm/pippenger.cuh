@@ -24,6 +24,13 @@
 //               the chunks of a window are then summed by step 4's segmented reduction.
 //  6. out:      the window sums W_k, converted to Jacobian; the caller forms
 //               Σ_k 2^(ck)·W_k (windows·c doublings, cheap on the host).
+//
+// Split (supraseal's idea for witness scalars, most of which are 0 or 1): before step 1
+// the scalars are classified on the device; zeros are dropped, the points of the ones are
+// summed by batch addition (step 4's segmented reduction over one group), and only the
+// rest, the tail, goes through digits and sort, with the window size chosen for the tail.
+// The ones' sum joins window 0 (weight 2^0). Without the split a 0/1 scalar still costs
+// a sort entry in every window.
 #pragma once
 #include <cstdint>
 
@@ -61,6 +68,7 @@ inline unsigned auto_window(size_t n) {
 
 struct DigitsFn {
     const FrMont* scalars;
+    const uint32_t* idx;  // point index of scalar i (the tail of a split), or null: i
     uint32_t* keys;
     uint32_t* vals;
     size_t n;
@@ -88,9 +96,67 @@ struct DigitsFn {
                 carry = 0;
             }
             keys[w * n + i] = d ? w * buckets + d - 1 : none;
-            vals[w * n + i] = (uint32_t)i | sign;
+            vals[w * n + i] = (idx ? idx[i] : (uint32_t)i) | sign;
         }
     }
+};
+
+// Split: 1 in is_one / is_tail for scalars equal to one / neither zero nor one.
+struct ClassifyFn {
+    const FrMont* scalars;
+    uint32_t* is_one;
+    uint32_t* is_tail;
+    CUZK_HD void operator()(size_t i) const {
+        const FrMont s = scalars[i];  // Montgomery form: one is R mod r
+        const bool one = eq(s, FrMont::one());
+        is_one[i] = one;
+        is_tail[i] = !one && !is_zero(s);
+    }
+};
+
+// Split: the ones' point indices and the tail's (index, scalar) pairs, compacted in order
+// at the positions the exclusive sums of the flags give.
+struct ScatterFn {
+    const FrMont* scalars;
+    const uint32_t* is_one;
+    const uint32_t* one_pos;
+    const uint32_t* is_tail;
+    const uint32_t* tail_pos;
+    uint32_t* ones;
+    uint32_t* tail_idx;
+    FrMont* tail_scalars;
+    CUZK_HD void operator()(size_t i) const {
+        if (is_one[i]) {
+            ones[one_pos[i]] = (uint32_t)i;
+        } else if (is_tail[i]) {
+            tail_idx[tail_pos[i]] = (uint32_t)i;
+            tail_scalars[tail_pos[i]] = scalars[i];
+        }
+    }
+};
+
+struct OneGroupFn {
+    uint32_t size;
+    uint32_t* first;
+    uint32_t* cnt;
+    CUZK_HD void operator()(size_t) const {
+        first[0] = 0;
+        cnt[0] = size;
+    }
+};
+
+template <class F>
+struct InfFn {
+    XYZZ<F>* out;
+    CUZK_HD void operator()(size_t i) const { out[i] = xyzz_inf<F>(); }
+};
+
+// Window 0 gains the ones' sum.
+template <class F>
+struct AddToFirstFn {
+    XYZZ<F>* sums;
+    const XYZZ<F>* extra;
+    CUZK_HD void operator()(size_t) const { sums[0] = padd(sums[0], extra[0]); }
 };
 
 // Marks where each bucket's run starts and ends in the sorted keys.
@@ -285,41 +351,143 @@ struct Pippenger {
         return 0;
     }
 
-    // The `windows` window sums as Jacobian points, into host memory.
-    int run(const Affine<F>* points_h, const FrMont* scalars_h, size_t n, unsigned c,
-            Jacobian<F>* out_h) {
-        const unsigned windows = windows_for(c);
-        const uint32_t per_window = 1u << (c - 1);
-        const uint32_t groups = windows * per_window;
-        const size_t entries = n * windows;
-        if (n >= NEG_FLAG || entries >= 0xffffffffull) {
-            snprintf(err, errlen,
-                     "MSM of %zu points with %u windows (c = %u) is too large for one call "
-                     "(needs points < 2^31 and points x windows < 2^32)",
-                     n, windows, c);
+    // Split: sums the points of the ones into ones_sum[0] (when there are any) and leaves
+    // the tail's scalars in `scalars` (swapped) and their point indices in tail_idx.
+    int split_scalars(const Buf<Affine<F>>& points, Buf<FrMont>& scalars, size_t n,
+                      Buf<uint32_t>& tail_idx, size_t* n_tail, Buf<XYZZ<F>>& ones_sum,
+                      size_t* n_ones) {
+        Buf<uint32_t> is_one, is_tail, one_pos, tail_pos;
+        CUZK_RC(ex.alloc(is_one, n, "one flags"));
+        CUZK_RC(ex.alloc(is_tail, n, "tail flags"));
+        CUZK_RC(ex.alloc(one_pos, n, "one positions"));
+        CUZK_RC(ex.alloc(tail_pos, n, "tail positions"));
+        CUZK_RC(ex.launch(n, ClassifyFn{scalars.ptr, is_one.ptr, is_tail.ptr}, "classify scalars",
+                          256));
+        CUZK_RC(ex.exclusive_sum(is_one.ptr, one_pos.ptr, (uint32_t)n));
+        CUZK_RC(ex.exclusive_sum(is_tail.ptr, tail_pos.ptr, (uint32_t)n));
+        uint32_t last[4];
+        CUZK_RC(ex.download(&last[0], one_pos.ptr + n - 1, 1));
+        CUZK_RC(ex.download(&last[1], is_one.ptr + n - 1, 1));
+        CUZK_RC(ex.download(&last[2], tail_pos.ptr + n - 1, 1));
+        CUZK_RC(ex.download(&last[3], is_tail.ptr + n - 1, 1));
+        *n_ones = (size_t)last[0] + last[1];
+        *n_tail = (size_t)last[2] + last[3];
+
+        Buf<uint32_t> ones;
+        Buf<FrMont> tail_scalars;
+        CUZK_RC(ex.alloc(ones, *n_ones ? *n_ones : 1, "indices of ones"));
+        CUZK_RC(ex.alloc(tail_idx, *n_tail ? *n_tail : 1, "tail indices"));
+        CUZK_RC(ex.alloc(tail_scalars, *n_tail ? *n_tail : 1, "tail scalars"));
+        CUZK_RC(ex.launch(n,
+                          ScatterFn{scalars.ptr, is_one.ptr, one_pos.ptr, is_tail.ptr,
+                                    tail_pos.ptr, ones.ptr, tail_idx.ptr, tail_scalars.ptr},
+                          "split scalars", 256));
+        scalars.swap(tail_scalars);
+        if (*n_ones == 0) return 0;
+
+        // Batch addition of the ones: one group holding every index, reduced by the same
+        // segmented sums as the buckets (SEG mixed additions per thread, then levels).
+        Buf<uint32_t> first, cnt, segs, seg_off;
+        uint32_t total;
+        CUZK_RC(ex.alloc(first, 1, "ones group"));
+        CUZK_RC(ex.alloc(cnt, 1, "ones group size"));
+        CUZK_RC(ex.launch(1, OneGroupFn{(uint32_t)*n_ones, first.ptr, cnt.ptr}, "ones group"));
+        CUZK_RC(segment(cnt, 1, segs, seg_off, &total));
+        Buf<XYZZ<F>> partial;
+        CUZK_RC(ex.alloc(partial, total, "partial sums of ones"));
+        CUZK_RC(ex.launch(total,
+                          SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr,
+                                         points.ptr, partial.ptr},
+                          "batch addition of ones"));
+        first.swap(seg_off);
+        cnt.swap(segs);
+        CUZK_RC(reduce_groups(partial, first, cnt, 1, total));
+        CUZK_RC(ex.alloc(ones_sum, 1, "sum of ones"));
+        return ex.launch(1, GatherFn<F>{first.ptr, cnt.ptr, partial.ptr, ones_sum.ptr},
+                         "gather sum of ones");
+    }
+
+    // Σ scalars·points as window sums (Jacobian, into host memory out_h[0..*windows_out));
+    // window 0 picks c from the number of scalars that reach the buckets.
+    int run(const Affine<F>* points_h, const FrMont* scalars_h, size_t n, unsigned window,
+            bool split, Jacobian<F>* out_h, size_t out_cap, unsigned* c_out,
+            unsigned* windows_out, uint64_t* split_counts) {
+        if (n >= NEG_FLAG) {
+            snprintf(err, errlen, "MSM of %zu points is too large for one call (limit 2^31)",
+                     n);
             return -1;
         }
-        const uint32_t N = (uint32_t)entries;
-
         Buf<Affine<F>> points;
         CUZK_RC(ex.alloc(points, n, "points"));
         CUZK_RC(ex.upload(points.ptr, points_h, n));
+        Buf<FrMont> scalars;
+        CUZK_RC(ex.alloc(scalars, n, "scalars"));
+        CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
+
+        size_t m = n, n_ones = 0;
+        Buf<uint32_t> tail_idx;
+        Buf<XYZZ<F>> ones_sum;
+        if (split) CUZK_RC(split_scalars(points, scalars, n, tail_idx, &m, ones_sum, &n_ones));
+        if (split_counts) {
+            split_counts[0] = n_ones;
+            split_counts[1] = m;
+        }
+
+        const unsigned c = window ? window : auto_window(m ? m : n);
+        const unsigned windows = windows_for(c);
+        if (out_cap < windows) {
+            snprintf(err, errlen, "MSM output holds %zu points, %u windows needed", out_cap,
+                     windows);
+            return -1;
+        }
+        if ((uint64_t)m * windows >= 0xffffffffull) {
+            snprintf(err, errlen,
+                     "MSM of %zu scalars with %u windows (c = %u) is too large for one call "
+                     "(needs scalars x windows < 2^32)",
+                     m, windows, c);
+            return -1;
+        }
+        Buf<XYZZ<F>> sums_w;
+        CUZK_RC(ex.alloc(sums_w, windows, "window sums"));
+        if (m == 0) {
+            CUZK_RC(ex.launch(windows, InfFn<F>{sums_w.ptr}, "empty windows"));
+        } else {
+            CUZK_RC(buckets_to_windows(points, scalars, split ? tail_idx.ptr : nullptr, m, c,
+                                       sums_w));
+        }
+        if (n_ones) CUZK_RC(ex.launch(1, AddToFirstFn<F>{sums_w.ptr, ones_sum.ptr}, "add ones"));
+
+        Buf<Jacobian<F>> out;
+        CUZK_RC(ex.alloc(out, windows, "window results"));
+        CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
+        CUZK_RC(ex.sync("MSM kernels"));
+        CUZK_RC(ex.download(out_h, out.ptr, windows));
+        *c_out = c;
+        *windows_out = windows;
+        return 0;
+    }
+
+    // Steps 1-5 for m scalars (point index idx[i], or i without idx) into sums_w.
+    int buckets_to_windows(Buf<Affine<F>>& points, Buf<FrMont>& scalars, const uint32_t* idx,
+                           size_t m, unsigned c, Buf<XYZZ<F>>& sums_w) {
+        const unsigned windows = windows_for(c);
+        const uint32_t per_window = 1u << (c - 1);
+        const uint32_t groups = windows * per_window;
+        const uint32_t N = (uint32_t)(m * windows);
 
         // 1-2. Signed digits, sorted by bucket.
         Buf<uint32_t> keys, vals;
         CUZK_RC(ex.alloc(keys, N, "sorted bucket keys"));
         CUZK_RC(ex.alloc(vals, N, "sorted point indices"));
         {
-            Buf<FrMont> scalars;
             Buf<uint32_t> keys_in, vals_in;
-            CUZK_RC(ex.alloc(scalars, n, "scalars"));
-            CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
             CUZK_RC(ex.alloc(keys_in, N, "bucket keys"));
             CUZK_RC(ex.alloc(vals_in, N, "point indices"));
-            CUZK_RC(ex.launch(n,
-                              DigitsFn{scalars.ptr, keys_in.ptr, vals_in.ptr, n, c, windows,
-                                       per_window},
+            CUZK_RC(ex.launch(m,
+                              DigitsFn{scalars.ptr, idx, keys_in.ptr, vals_in.ptr, m, c,
+                                       windows, per_window},
                               "signed digits", 256));
+            scalars.reset();
             int bits = 1;
             while (bits < 32 && (groups >> bits) != 0) ++bits;  // keys are ≤ groups
             CUZK_RC(ex.sort_pairs(keys_in.ptr, keys.ptr, vals_in.ptr, vals.ptr, N, bits));
@@ -381,44 +549,35 @@ struct Pippenger {
         CUZK_RC(ex.alloc(cnt, windows, "window sizes"));
         CUZK_RC(ex.launch(windows, UniformGroupsFn{chunks, first.ptr, cnt.ptr}, "window groups"));
         CUZK_RC(reduce_groups(parts, first, cnt, windows, chunks));
-
-        // 6. Out.
-        Buf<XYZZ<F>> sums_w;
-        Buf<Jacobian<F>> out;
-        CUZK_RC(ex.alloc(sums_w, windows, "window sums"));
-        CUZK_RC(ex.alloc(out, windows, "window results"));
-        CUZK_RC(ex.launch(windows, GatherFn<F>{first.ptr, cnt.ptr, parts.ptr, sums_w.ptr},
-                          "gather windows"));
-        CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
-        CUZK_RC(ex.sync("MSM kernels"));
-        return ex.download(out_h, out.ptr, windows);
+        return ex.launch(windows, GatherFn<F>{first.ptr, cnt.ptr, parts.ptr, sums_w.ptr},
+                         "gather windows");
     }
 };
 
-// Entry shared by G1 and G2 and by both executors: validates, picks c, and writes the
-// window sums (Jacobian, blst layout) to out[0..*windows_out); the result is
-// Σ_k 2^(c·k)·out[k]. n = 0 writes no windows.
+// Entry shared by G1 and G2 and by both executors: validates and writes the window sums
+// (Jacobian, blst layout) to out[0..*windows_out); the result is Σ_k 2^(c·k)·out[k] with
+// c = *c_out. n = 0 writes no windows. split ≠ 0 takes the scalars 0 and 1 out of the
+// buckets (see the top of this file); split_counts, when not null, receives the number of
+// ones and of scalars that went through the buckets (with split off: 0 and n).
 template <class F, class Exec>
 int msm_windows(Exec& ex, const void* points, const void* scalars, size_t n, int window,
-                void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out) {
+                int split, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                uint64_t* split_counts) {
     char* err = ex.err;
     size_t errlen = ex.errlen;
     *c_out = 0;
     *windows_out = 0;
+    if (split_counts) split_counts[0] = split_counts[1] = 0;
     if (window < 0 || window > (int)MAX_C) {
         snprintf(err, errlen, "MSM window size %d out of range (0 = automatic, 1..=%u)", window,
                  MAX_C);
         return -1;
     }
     if (n == 0) return 0;
-    const unsigned c = window ? (unsigned)window : auto_window(n);
-    const unsigned windows = windows_for(c);
-    if (out_cap < windows) {
-        snprintf(err, errlen, "MSM output holds %zu points, %u windows needed", out_cap, windows);
-        return -1;
-    }
     Pippenger<F, Exec> p{ex, err, errlen};
-    CUZK_RC(p.run((const Affine<F>*)points, (const FrMont*)scalars, n, c, (Jacobian<F>*)out));
+    unsigned c, windows;
+    CUZK_RC(p.run((const Affine<F>*)points, (const FrMont*)scalars, n, (unsigned)window,
+                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts));
     *c_out = c;
     *windows_out = windows;
     return 0;

@@ -48,3 +48,45 @@ impl Shape {
         }
     }
 }
+
+/// How many witness scalars are 0 or 1: what the split MSM saves (reported per run, from
+/// the first partition).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WitnessStats {
+    pub aux: usize,
+    pub aux_zeros: usize,
+    pub aux_ones: usize,
+    /// The aux scalars B uses (its density), and how many of those are 0 or 1.
+    pub b_aux: usize,
+    pub b_aux_zeros: usize,
+    pub b_aux_ones: usize,
+}
+
+impl WitnessStats {
+    pub fn of(pa: &ProvingAssignment) -> Self {
+        use rayon::prelude::*;
+        let (zero, one) = (Fr::ZERO, Fr::ONE);
+        let kind = |s: &Fr| ((*s == zero) as usize, (*s == one) as usize);
+        let sum = |a: (usize, usize), b: (usize, usize)| (a.0 + b.0, a.1 + b.1);
+        let (aux_zeros, aux_ones) = pa
+            .aux_assignment
+            .par_iter()
+            .map(kind)
+            .reduce(|| (0, 0), sum);
+        let (b_aux_zeros, b_aux_ones) = pa
+            .aux_assignment
+            .par_iter()
+            .enumerate()
+            .filter(|(i, _)| pa.b_aux_density.get(*i))
+            .map(|(_, s)| kind(s))
+            .reduce(|| (0, 0), sum);
+        Self {
+            aux: pa.aux_assignment.len(),
+            aux_zeros,
+            aux_ones,
+            b_aux: pa.b_aux_density.total(),
+            b_aux_zeros,
+            b_aux_ones,
+        }
+    }
+}

@@ -66,20 +66,6 @@ impl Backend for Cpu {
         });
         drop(pts);
 
-        // B: one body for G1 and G2; inputs first (by B input density), then aux.
-        fn b_products<P: msm::MsmPoint>(
-            pts: &[P],
-            parts: &[ProvingAssignment],
-        ) -> Vec<P::Projective> {
-            parts
-                .iter()
-                .map(|p| {
-                    let (inputs, aux) = pts.split_at(p.b_input_density.total());
-                    msm_dense(inputs, &p.input_assignment, &p.b_input_density)
-                        + msm_dense(aux, &p.aux_assignment, &p.b_aux_density)
-                })
-                .collect()
-        }
         let pts: Vec<G1Affine> = t.time("decode SRS b_g1", || {
             srs.points(&srs.b_g1, 0..srs.b_g1.count)
         })?;
@@ -102,4 +88,17 @@ impl Backend for Cpu {
             })
             .collect())
     }
+}
+
+/// B in G1 or G2 (one body) for every partition: inputs first (by B input density), then
+/// aux. Also the CUDA backend's `--b-g2 cpu`.
+pub fn b_products<P: msm::MsmPoint>(pts: &[P], parts: &[ProvingAssignment]) -> Vec<P::Projective> {
+    parts
+        .iter()
+        .map(|p| {
+            let (inputs, aux) = pts.split_at(p.b_input_density.total());
+            msm_dense(inputs, &p.input_assignment, &p.b_input_density)
+                + msm_dense(aux, &p.aux_assignment, &p.b_aux_density)
+        })
+        .collect()
 }

@@ -2,6 +2,10 @@
 //! Pippenger with the points sorted into buckets on the device. The device returns one
 //! sum per window; the host folds them, Σ_k 2^(c·k)·W_k, with blstrs (c·windows ≈ 256
 //! doublings).
+//!
+//! With [`Msm::split`] (`--split-msm on`, for witness scalars) zeros are dropped and the
+//! points of the ones summed by batch addition on the device before the buckets, which
+//! then see only the other scalars.
 
 use anyhow::{bail, ensure, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
@@ -18,11 +22,13 @@ mod ffi {
         scalars: *const c_void,
         n: usize,
         window: c_int,
+        split: c_int,
         emulate: c_int,
         out: *mut c_void,
         out_cap: usize,
         c_out: *mut u32,
         windows_out: *mut u32,
+        split_counts: *mut u64,
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
@@ -32,11 +38,13 @@ mod ffi {
             scalars: *const c_void,
             n: usize,
             window: c_int,
+            split: c_int,
             emulate: c_int,
             out: *mut c_void,
             out_cap: usize,
             c_out: *mut u32,
             windows_out: *mut u32,
+            split_counts: *mut u64,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -45,11 +53,13 @@ mod ffi {
             scalars: *const c_void,
             n: usize,
             window: c_int,
+            split: c_int,
             emulate: c_int,
             out: *mut c_void,
             out_cap: usize,
             c_out: *mut u32,
             windows_out: *mut u32,
+            split_counts: *mut u64,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -76,36 +86,42 @@ impl MsmGroup for G2Projective {
     const FFI: ffi::MsmFn = ffi::cuzk_msm_g2;
 }
 
-/// Σ scalars[i]·points[i] in G1 on the GPU. `window` is the Pippenger window in bits,
-/// 1..=24, or 0 to choose it from the number of points.
-pub fn msm_g1(points: &[G1Affine], scalars: &[Fr], window: usize) -> Result<G1Projective> {
-    msm::<G1Projective>(points, scalars, window, false)
+/// How an MSM runs on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Msm {
+    /// Pippenger window in bits, 1..=24, or 0 to choose it from the number of scalars
+    /// that reach the buckets.
+    pub window: usize,
+    /// Sum the points of scalars equal to one by batch addition and drop zeros before
+    /// the buckets (the split MSM).
+    pub split: bool,
 }
 
-/// Σ scalars[i]·points[i] in G2 on the GPU; `window` as for [`msm_g1`].
-pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], window: usize) -> Result<G2Projective> {
-    msm::<G2Projective>(points, scalars, window, false)
+/// Σ scalars[i]·points[i] in G1 on the GPU.
+pub fn msm_g1(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
+    msm::<G1Projective>(points, scalars, cfg, false)
+}
+
+/// Σ scalars[i]·points[i] in G2 on the GPU.
+pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
+    msm::<G2Projective>(points, scalars, cfg, false)
 }
 
 /// [`msm_g1`] with the device's per-thread code run on the host instead (slow; for tests
 /// on machines without a GPU).
 #[doc(hidden)]
-pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], window: usize) -> Result<G1Projective> {
-    msm::<G1Projective>(points, scalars, window, true)
+pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
+    msm::<G1Projective>(points, scalars, cfg, true)
 }
 
 /// [`msm_g2`] run on the host; see [`msm_g1_emulated`].
 #[doc(hidden)]
-pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], window: usize) -> Result<G2Projective> {
-    msm::<G2Projective>(points, scalars, window, true)
+pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
+    msm::<G2Projective>(points, scalars, cfg, true)
 }
 
-fn msm<G: MsmGroup>(
-    points: &[G::Affine],
-    scalars: &[Fr],
-    window: usize,
-    emulate: bool,
-) -> Result<G> {
+fn msm<G: MsmGroup>(points: &[G::Affine], scalars: &[Fr], cfg: Msm, emulate: bool) -> Result<G> {
+    let window = cfg.window;
     ensure!(
         points.len() == scalars.len(),
         "MSM: {} points but {} scalars",
@@ -122,6 +138,7 @@ fn msm<G: MsmGroup>(
         // and G2Projective are (#[repr(transparent)] over blst_p1 / blst_p2).
         let mut out = vec![G::identity(); MAX_WINDOWS];
         let (mut c, mut windows) = (0u32, 0u32);
+        let mut counts = [0u64; 2];
         // SAFETY: G::Affine is G1Affine or G2Affine (MsmGroup is private), #[repr(transparent)] over
         // blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>; Scalar is
         // #[repr(transparent)] over blst_fr. points and scalars hold n elements; out holds
@@ -132,17 +149,28 @@ fn msm<G: MsmGroup>(
                 scalars.as_ptr() as *const _,
                 points.len(),
                 window as i32,
+                cfg.split as i32,
                 emulate as i32,
                 out.as_mut_ptr() as *mut _,
                 MAX_WINDOWS,
                 &mut c,
                 &mut windows,
+                counts.as_mut_ptr(),
                 e,
                 l,
             )
         })?;
         if windows as usize > MAX_WINDOWS {
             bail!("MSM: device reported {windows} windows");
+        }
+        if cfg.split {
+            log::debug!(
+                "MSM of {}: {} ones batch-added, {} scalars in buckets (c = {c}), {} zeros",
+                points.len(),
+                counts[0],
+                counts[1],
+                points.len() as u64 - counts[0] - counts[1]
+            );
         }
         let mut acc = G::identity();
         for w in out[..windows as usize].iter().rev() {

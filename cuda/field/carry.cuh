@@ -1,0 +1,195 @@
+// Montgomery arithmetic over 32-bit words with carry chains: the bodies of add, sub and
+// mul in mont.cuh, on the device and on the host alike.
+//
+// Why: GPUs have no 64×64→128-bit multiplier. Portable u128 code compiles every 64-bit
+// product to four 32-bit multiplies plus carry fix-ups; here each 32×32 partial product is
+// one PTX mad.lo/mad.hi that adds into the running sum and propagates the carry through
+// the condition-code register (CC.CF).
+//
+// The primitives below are those PTX instructions. On the host (the emulation the tests
+// run without a GPU, cuda/exec.cuh) they are C++ with the carry flag in a thread-local
+// variable, so CI checks the exact algorithm the GPU runs against blst; only the eleven
+// one-line primitives differ, and they follow the PTX ISA's definitions (for sub.cc and
+// subc, CF is the borrow: subc computes a − (b + CF)).
+//
+// Values keep mont.cuh's layout (N little-endian u64 limbs = 2N little-endian u32 words;
+// splitting a 64-bit register into its halves is free), R = 2^(64N) = 2^(32·2N).
+//
+// On the device the carry flag lives across consecutive asm volatile statements; NVVM
+// does not schedule flag-clobbering code between them (the practice of sppark and ICICLE).
+#pragma once
+#include <cstdint>
+
+namespace cuzk {
+namespace carry {
+
+#ifdef __CUDA_ARCH__
+#define CUZK_ASM2(op)                                                   \
+    uint32_t r;                                                        \
+    asm volatile(op " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));        \
+    return r;
+#define CUZK_ASM3(op)                                                       \
+    uint32_t r;                                                            \
+    asm volatile(op " %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); \
+    return r;
+__device__ __forceinline__ uint32_t add_cc(uint32_t a, uint32_t b) { CUZK_ASM2("add.cc.u32") }
+__device__ __forceinline__ uint32_t addc_cc(uint32_t a, uint32_t b) { CUZK_ASM2("addc.cc.u32") }
+__device__ __forceinline__ uint32_t addc(uint32_t a, uint32_t b) { CUZK_ASM2("addc.u32") }
+__device__ __forceinline__ uint32_t sub_cc(uint32_t a, uint32_t b) { CUZK_ASM2("sub.cc.u32") }
+__device__ __forceinline__ uint32_t subc_cc(uint32_t a, uint32_t b) { CUZK_ASM2("subc.cc.u32") }
+__device__ __forceinline__ uint32_t subc(uint32_t a, uint32_t b) { CUZK_ASM2("subc.u32") }
+__device__ __forceinline__ uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    CUZK_ASM3("mad.lo.cc.u32")
+}
+__device__ __forceinline__ uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    CUZK_ASM3("madc.lo.cc.u32")
+}
+__device__ __forceinline__ uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    CUZK_ASM3("mad.hi.cc.u32")
+}
+__device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    CUZK_ASM3("madc.hi.cc.u32")
+}
+#undef CUZK_ASM2
+#undef CUZK_ASM3
+#else
+// CC.CF of the emulated thread.
+inline thread_local uint32_t cf = 0;
+
+inline uint32_t set(uint64_t wide) {
+    cf = (uint32_t)(wide >> 32) & 1;
+    return (uint32_t)wide;
+}
+inline uint32_t add_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + b); }
+inline uint32_t addc_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + b + cf); }
+inline uint32_t addc(uint32_t a, uint32_t b) { return a + b + cf; }
+// a − b − borrow as a 64-bit difference: bit 32 is set exactly when it went below zero.
+inline uint32_t sub_cc(uint32_t a, uint32_t b) { return set((uint64_t)a - b); }
+inline uint32_t subc_cc(uint32_t a, uint32_t b) { return set((uint64_t)a - b - cf); }
+inline uint32_t subc(uint32_t a, uint32_t b) { return a - b - cf; }
+inline uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    return set((uint64_t)(a * b) + c);
+}
+inline uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    return set((uint64_t)(a * b) + c + cf);
+}
+inline uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    return set((((uint64_t)a * b) >> 32) + c);
+}
+inline uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    return set((((uint64_t)a * b) >> 32) + c + cf);
+}
+#endif
+
+// Limb i of the modulus, as a 32-bit word (folds to an immediate after unrolling).
+template <class P>
+CUZK_HD constexpr uint32_t p32(int i) {
+    return (uint32_t)(P::p(i >> 1) >> (32 * (i & 1)));
+}
+
+template <class P>
+CUZK_HD void split(const uint64_t* x, uint32_t* w) {
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) {
+        w[2 * i] = (uint32_t)x[i];
+        w[2 * i + 1] = (uint32_t)(x[i] >> 32);
+    }
+}
+
+template <class P>
+CUZK_HD void join(const uint32_t* w, uint64_t* x) {
+CUZK_UNROLL
+    for (int i = 0; i < P::N; ++i) x[i] = ((uint64_t)w[2 * i + 1] << 32) | w[2 * i];
+}
+
+// r = t − p if (carry, t) ≥ p else t, for (carry, t) < 2p; branch-free select.
+template <class P>
+CUZK_HD void reduce_once(const uint32_t* t, uint32_t carry, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    uint32_t d[n];
+    d[0] = sub_cc(t[0], p32<P>(0));
+CUZK_UNROLL
+    for (int i = 1; i < n; ++i) d[i] = subc_cc(t[i], p32<P>(i));
+    // All ones when (carry, t) − p went below zero: keep t.
+    const uint32_t keep_t = subc(carry, 0);
+    uint32_t o[n];
+CUZK_UNROLL
+    for (int i = 0; i < n; ++i) o[i] = (t[i] & keep_t) | (d[i] & ~keep_t);
+    join<P>(o, r);
+}
+
+template <class P>
+CUZK_HD void add(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    uint32_t a[n], b[n], t[n];
+    split<P>(a64, a);
+    split<P>(b64, b);
+    t[0] = add_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < n; ++i) t[i] = addc_cc(a[i], b[i]);
+    const uint32_t carry = addc(0, 0);
+    reduce_once<P>(t, carry, r);
+}
+
+template <class P>
+CUZK_HD void sub(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    uint32_t a[n], b[n], t[n];
+    split<P>(a64, a);
+    split<P>(b64, b);
+    t[0] = sub_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < n; ++i) t[i] = subc_cc(a[i], b[i]);
+    // Borrowed: add p back.
+    const uint32_t mask = subc(0, 0);
+    t[0] = add_cc(t[0], p32<P>(0) & mask);
+CUZK_UNROLL
+    for (int i = 1; i < n; ++i) t[i] = addc_cc(t[i], p32<P>(i) & mask);
+    join<P>(t, r);
+}
+
+// Montgomery product a·b·2^(−32n) mod p, CIOS over n = 2N words. Row i adds a·b[i] into t
+// (low halves of the partial products in one carry chain, high halves one word up in a
+// second), then adds m·p with m = t[0]·(−p⁻¹) mod 2^32, which zeroes t[0], and shifts t
+// down a word. t < 2p after each row, so one conditional subtraction at the end.
+template <class P>
+CUZK_HD void mul(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    const uint32_t inv = (uint32_t)P::INV;  // −p⁻¹ mod 2^64, so also mod 2^32
+    uint32_t a[n], b[n], t[n + 2];
+    split<P>(a64, a);
+    split<P>(b64, b);
+CUZK_UNROLL
+    for (int j = 0; j < n + 2; ++j) t[j] = 0;
+CUZK_UNROLL
+    for (int i = 0; i < n; ++i) {
+        t[0] = mad_lo_cc(a[0], b[i], t[0]);
+CUZK_UNROLL
+        for (int j = 1; j < n; ++j) t[j] = madc_lo_cc(a[j], b[i], t[j]);
+        t[n] = addc_cc(t[n], 0);
+        t[n + 1] = addc(t[n + 1], 0);
+        t[1] = mad_hi_cc(a[0], b[i], t[1]);
+CUZK_UNROLL
+        for (int j = 1; j < n; ++j) t[j + 1] = madc_hi_cc(a[j], b[i], t[j + 1]);
+        t[n + 1] = addc(t[n + 1], 0);
+
+        const uint32_t m = t[0] * inv;
+        t[0] = mad_lo_cc(m, p32<P>(0), t[0]);
+CUZK_UNROLL
+        for (int j = 1; j < n; ++j) t[j] = madc_lo_cc(m, p32<P>(j), t[j]);
+        t[n] = addc_cc(t[n], 0);
+        t[n + 1] = addc(t[n + 1], 0);
+        t[1] = mad_hi_cc(m, p32<P>(0), t[1]);
+CUZK_UNROLL
+        for (int j = 1; j < n; ++j) t[j + 1] = madc_hi_cc(m, p32<P>(j), t[j + 1]);
+        t[n + 1] = addc(t[n + 1], 0);
+
+CUZK_UNROLL
+        for (int j = 0; j <= n; ++j) t[j] = t[j + 1];
+        t[n + 1] = 0;
+    }
+    reduce_once<P>(t, t[n], r);
+}
+
+}  // namespace carry
+}  // namespace cuzk
