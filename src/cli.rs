@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::prove::cuda::backend::BG2;
+pub use crate::prove::cuda::backend::{SrsDecode, BG2};
 
 pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
@@ -223,6 +223,11 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = BG2::Gpu)]
     pub b_g2: BG2,
 
+    /// Where the CUDA backend decodes the SRS points: raw bytes to the GPU and decoded
+    /// there, or on the host cores (overlapping the GPU) and uploaded per MSM.
+    #[arg(long, value_enum, default_value_t = SrsDecode::Gpu)]
+    pub srs_decode: SrsDecode,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -282,6 +287,8 @@ pub struct Config {
     pub split_msm: bool,
     /// Where the CUDA backend computes B in G2.
     pub b_g2: BG2,
+    /// Where the CUDA backend decodes SRS points.
+    pub srs_decode: SrsDecode,
     pub synth_threads: usize,
     pub presize: bool,
     pub max_circuits: Option<usize>,
@@ -311,6 +318,7 @@ impl Config {
             msm_window: 0,
             split_msm: true,
             b_g2: BG2::Gpu,
+            srs_decode: SrsDecode::Gpu,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             max_circuits: None,
@@ -360,6 +368,7 @@ impl TryFrom<ProveArgs> for Config {
             msm_window,
             split_msm: a.split_msm == Switch::On,
             b_g2: a.b_g2,
+            srs_decode: a.srs_decode,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -398,8 +407,13 @@ mod tests {
     fn gpu_flags() {
         let c = config(&[]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
+        assert_eq!(c.srs_decode, SrsDecode::Gpu);
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));
+        assert_eq!(
+            config(&["--srs-decode", "cpu"]).unwrap().srs_decode,
+            SrsDecode::Cpu
+        );
         let e = config(&["--msm-window", "25"]).unwrap_err();
         assert!(e.to_string().contains("--msm-window must be auto"), "{e}");
         assert!(config(&["--split-msm", "yes"]).is_err());

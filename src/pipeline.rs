@@ -122,6 +122,7 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
                 split: cfg.split_msm,
             },
             b_g2: cfg.b_g2,
+            srs_decode: cfg.srs_decode,
         })
     };
     Ok(match cfg.device {

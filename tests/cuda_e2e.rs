@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use cuzk_prove::cli::{Config, Device, BG2};
+use cuzk_prove::cli::{Config, Device, SrsDecode, BG2};
 use cuzk_prove::pipeline;
 use cuzk_prove::testdata::seal::Meta;
 
@@ -62,10 +62,11 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
         let plain = prove_with(&c1, Device::Cuda, 7, |c| {
             c.split_msm = false;
             c.b_g2 = BG2::Cpu;
+            c.srs_decode = SrsDecode::Cpu;
         });
         assert_eq!(
             plain.proof, cpu.proof,
-            "{size}: GPU proof without the split MSM / with B in G2 on the CPU differs"
+            "{size}: GPU proof without the split MSM and GPU decoding, B in G2 on the CPU, differs"
         );
     }
 }

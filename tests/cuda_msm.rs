@@ -422,3 +422,150 @@ fn msm_small() {
     .unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
 }
+
+// ---------------------------------------------------------------- SRS points on the device
+
+fn raw<P: UncompressedEncoding>(points: &[P]) -> Vec<u8> {
+    points
+        .iter()
+        .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+        .collect()
+}
+
+fn decode_set<G: TestGroup>(raw: &[u8], emulate: bool) -> anyhow::Result<cuda::DevicePoints<G::Aff>>
+where
+    G::Aff: cuda::GpuAffine,
+{
+    if emulate {
+        cuda::DevicePoints::decode_emulated(raw)
+    } else {
+        cuda::DevicePoints::decode(raw)
+    }
+}
+
+/// Decoding raw uncompressed points on the device gives blstrs' points; every malformed
+/// encoding is refused with its index; MSMs over the set equal MSMs over host points.
+fn device_points<G: TestGroup>(emulate: bool)
+where
+    G::Aff: cuda::GpuAffine<Projective = G>,
+{
+    let size = <G::Aff as cuda::GpuAffine>::RAW_SIZE;
+    let mut pts = points::<G>(3000, 77);
+    pts[5] = G::Aff::identity();
+    pts[2999] = G::Aff::identity();
+    let bytes = raw(&pts);
+    let set = decode_set::<G>(&bytes, emulate).unwrap();
+    assert_eq!(set.len(), pts.len());
+    assert!(
+        set.read(0..pts.len()).unwrap() == pts,
+        "{}: decoded points differ",
+        G::NAME
+    );
+    assert_eq!(set.read(10..13).unwrap(), pts[10..13].to_vec());
+
+    // MSMs over the set, at offsets, split on and off, equal blstrs.
+    let s = bench::witness_scalars(2000, 40, 40, 5);
+    for (offset, n) in [(0, 2000), (1000, 2000), (7, 1), (3000, 0)] {
+        let n = n.min(3000 - offset);
+        let want = G::reference(&pts[offset..offset + n], &s[..n]);
+        for split in [false, true] {
+            let cfg = Msm { window: 0, split };
+            let got = cuda::msm_resident(&set, offset, &s[..n], cfg).unwrap();
+            assert_same(got, want, &format!("resident MSM at {offset}+{n} {cfg:?}"));
+        }
+    }
+    let err = cuda::msm_resident(&set, 2500, &s[..600], Msm::default()).unwrap_err();
+    assert!(err.to_string().contains("of a set of 3000"), "{err}");
+
+    // Malformed encodings: (what, byte offset in point 9, xor mask).
+    let bad_cases: [(&str, usize, u8); 4] = [
+        ("not on the curve", size - 1, 1),
+        ("compression flag", 0, 0x80),
+        ("sort flag", 0, 0x20),
+        ("infinity flag on a point", 0, 0x40),
+    ];
+    for (what, at, mask) in bad_cases {
+        let mut b = bytes.clone();
+        b[9 * size + at] ^= mask;
+        let err = decode_set::<G>(&b, emulate).err().unwrap_or_else(|| {
+            panic!("{} {what}: accepted", G::NAME);
+        });
+        assert!(err.to_string().contains("point 9 of 3000"), "{what}: {err}");
+    }
+    // A coordinate ≥ p (all ones below the flags), and infinity with a non-zero byte.
+    let mut b = bytes.clone();
+    b[9 * size..9 * size + 48].fill(0xff);
+    b[9 * size] = 0x1f;
+    assert!(decode_set::<G>(&b, emulate).is_err(), "x ≥ p accepted");
+    let mut b = bytes.clone();
+    b[5 * size + size - 1] = 1;
+    let err = decode_set::<G>(&b, emulate)
+        .err()
+        .expect("dirty infinity accepted");
+    assert!(err.to_string().contains("point 5 of 3000"), "{err}");
+    // Not a whole number of points.
+    let err = decode_set::<G>(&bytes[..size + 1], emulate).err().unwrap();
+    assert!(err.to_string().contains("not a whole number"), "{err}");
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn srs_points_decode_on_device_emulated() {
+    device_points::<G1Projective>(true);
+    device_points::<G2Projective>(true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn srs_points_decode_on_device() {
+    if !gpu_or_skip() {
+        return;
+    }
+    device_points::<G1Projective>(false);
+    device_points::<G2Projective>(false);
+}
+
+/// The real parameter file's sections decode on the device exactly as blstrs decodes them
+/// (the first points of each section; all of them on a GPU).
+fn real_sections(emulate: bool) {
+    let srs = cuzk_prove::input::srs::Srs::open(&common::params_file()).unwrap();
+    for s in [&srs.h, &srs.l, &srs.a, &srs.b_g1] {
+        let n = if emulate { s.count.min(2000) } else { s.count };
+        let bytes = &srs.section_bytes(s)[..n * 96];
+        let set = decode_set::<G1Projective>(bytes, emulate).unwrap();
+        let want: Vec<G1Affine> = srs.points(s, 0..n).unwrap();
+        assert!(set.read(0..n).unwrap() == want, "section {}", s.name);
+    }
+    let s = &srs.b_g2;
+    let n = if emulate { s.count.min(500) } else { s.count };
+    let set = decode_set::<G2Projective>(&srs.section_bytes(s)[..n * 192], emulate).unwrap();
+    let want: Vec<G2Affine> = srs.points(s, 0..n).unwrap();
+    assert!(set.read(0..n).unwrap() == want, "section b_g2");
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn real_srs_sections_decode_on_device_emulated() {
+    real_sections(true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn real_srs_sections_decode_on_device() {
+    if !gpu_or_skip() {
+        return;
+    }
+    real_sections(false);
+}

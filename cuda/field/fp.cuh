@@ -28,6 +28,15 @@ struct FpParams {
                : i == 4 ? 0x5c071a97a256ec6dull
                         : 0x15f65ec3fa80e493ull;
     }
+    // R² mod p: mul(x, R²) takes an integer x into Montgomery form (SRS decoding).
+    CUZK_HD static constexpr uint64_t r2(int i) {
+        return i == 0   ? 0xf4df1f341c341746ull
+               : i == 1 ? 0x0a76e6a609d104f1ull
+               : i == 2 ? 0x8de5476c4c95b6d5ull
+               : i == 3 ? 0x67eb88a9939d83c0ull
+               : i == 4 ? 0x9a793e85b519952dull
+                        : 0x11988fe592cae3aaull;
+    }
 };
 
 typedef Mont<FpParams> Fp;

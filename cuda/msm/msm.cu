@@ -1,22 +1,39 @@
 // MSM entry points for G1 and G2: one generic Pippenger (pippenger.cuh) instantiated over
-// Fp and Fp2, run on the GPU or, for tests without one, emulated on the host.
+// Fp and Fp2, run on the GPU or, for tests without one, emulated on the host. The points
+// come from host memory or from a decoded SRS section already on the device (srs/).
+#include "../srs/points.cuh"
 #include "pippenger.cuh"
 
 namespace {
 
 template <class F>
-int msm_entry(const void* points, const void* scalars, size_t n, int window, int split,
-              int emulate, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
-              uint64_t* split_counts, char* err, size_t errlen) {
+int msm_entry(const void* set, size_t offset, const void* points, const void* scalars, size_t n,
+              int window, int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
+              uint32_t* windows_out, uint64_t* split_counts, char* err, size_t errlen) {
     try {
+        const cuzk::Affine<F>* resident = nullptr;
+        if (set) {
+            const auto* ps = (const cuzk::srs::PointSet*)set;
+            const int g2 = sizeof(F) == sizeof(cuzk::Fp2);
+            if (ps->g2 != g2 || ps->emulate != emulate || offset > ps->n || n > ps->n - offset) {
+                snprintf(err, errlen,
+                         "MSM over points [%zu, %zu) of a set of %zu %s points (%s) called as "
+                         "%s (%s)",
+                         offset, offset + n, ps->n, ps->g2 ? "G2" : "G1",
+                         ps->emulate ? "host" : "device", g2 ? "G2" : "G1",
+                         emulate ? "host" : "device");
+                return -1;
+            }
+            resident = (const cuzk::Affine<F>*)ps->points() + offset;
+        }
         if (emulate) {
             cuzk::HostExec ex{err, errlen};
-            return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, split, out,
+            return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
                                              out_cap, c_out, windows_out, split_counts);
         }
         cuzk::DeviceExec ex{err, errlen};
-        return cuzk::msm::msm_windows<F>(ex, points, scalars, n, window, split, out, out_cap,
-                                         c_out, windows_out, split_counts);
+        return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
+                                         out_cap, c_out, windows_out, split_counts);
     } catch (const std::exception& e) {  // never unwind into Rust
         snprintf(err, errlen, "MSM: %s", e.what());
         return -1;
@@ -25,26 +42,28 @@ int msm_entry(const void* points, const void* scalars, size_t n, int window, int
 
 }  // namespace
 
-// Σ scalars[i]·points[i] over G1 as per-window sums: points are blst_p1_affine[n]
-// (infinity = all zero), scalars blst_fr[n] (Montgomery), window the bits per window
-// (0 = automatic). split ≠ 0 sums the points of scalars equal to one by batch addition and
-// drops zeros before the buckets; split_counts (nullable) receives [ones, bucketed]. Writes
-// *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window size to
-// *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on the
-// host (tests without a GPU). Returns 0, or non-zero with err set.
-extern "C" int cuzk_msm_g1(const void* points, const void* scalars, size_t n, int window,
-                           int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
-                           uint32_t* windows_out, uint64_t* split_counts, char* err,
-                           size_t errlen) {
-    return msm_entry<cuzk::Fp>(points, scalars, n, window, split, emulate, out, out_cap, c_out,
-                               windows_out, split_counts, err, errlen);
+// Σ scalars[i]·points[i] over G1 as per-window sums. The points are points[offset..][..n]
+// of the decoded SRS set `set` (cuzk_points_new) when set is not null, else the host array
+// `points`: blst_p1_affine[n] (infinity = all zero). scalars are blst_fr[n] (Montgomery),
+// window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
+// to one by batch addition and drops zeros before the buckets; split_counts (nullable)
+// receives [ones, bucketed]. Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums
+// W_k to out and the window size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs
+// the same per-thread code on the host (tests without a GPU). Returns 0, or non-zero with
+// err set.
+extern "C" int cuzk_msm_g1(const void* set, size_t offset, const void* points,
+                           const void* scalars, size_t n, int window, int split, int emulate,
+                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           uint64_t* split_counts, char* err, size_t errlen) {
+    return msm_entry<cuzk::Fp>(set, offset, points, scalars, n, window, split, emulate, out,
+                               out_cap, c_out, windows_out, split_counts, err, errlen);
 }
 
-// The same over G2: points blst_p2_affine[n], out blst_p2 (Jacobian over Fp2).
-extern "C" int cuzk_msm_g2(const void* points, const void* scalars, size_t n, int window,
-                           int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
-                           uint32_t* windows_out, uint64_t* split_counts, char* err,
-                           size_t errlen) {
-    return msm_entry<cuzk::Fp2>(points, scalars, n, window, split, emulate, out, out_cap, c_out,
-                                windows_out, split_counts, err, errlen);
+// The same over G2: points blst_p2_affine, out blst_p2 (Jacobian over Fp2).
+extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
+                           const void* scalars, size_t n, int window, int split, int emulate,
+                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           uint64_t* split_counts, char* err, size_t errlen) {
+    return msm_entry<cuzk::Fp2>(set, offset, points, scalars, n, window, split, emulate, out,
+                                out_cap, c_out, windows_out, split_counts, err, errlen);
 }

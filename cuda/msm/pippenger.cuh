@@ -353,7 +353,7 @@ struct Pippenger {
 
     // Split: sums the points of the ones into ones_sum[0] (when there are any) and leaves
     // the tail's scalars in `scalars` (swapped) and their point indices in tail_idx.
-    int split_scalars(const Buf<Affine<F>>& points, Buf<FrMont>& scalars, size_t n,
+    int split_scalars(const Affine<F>* points, Buf<FrMont>& scalars, size_t n,
                       Buf<uint32_t>& tail_idx, size_t* n_tail, Buf<XYZZ<F>>& ones_sum,
                       size_t* n_ones) {
         Buf<uint32_t> is_one, is_tail, one_pos, tail_pos;
@@ -396,8 +396,8 @@ struct Pippenger {
         Buf<XYZZ<F>> partial;
         CUZK_RC(ex.alloc(partial, total, "partial sums of ones"));
         CUZK_RC(ex.launch(total,
-                          SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr,
-                                         points.ptr, partial.ptr},
+                          SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr, points,
+                                         partial.ptr},
                           "batch addition of ones"));
         first.swap(seg_off);
         cnt.swap(segs);
@@ -408,8 +408,11 @@ struct Pippenger {
     }
 
     // Σ scalars·points as window sums (Jacobian, into host memory out_h[0..*windows_out));
-    // window 0 picks c from the number of scalars that reach the buckets.
-    int run(const Affine<F>* points_h, const FrMont* scalars_h, size_t n, unsigned window,
+    // window 0 picks c from the number of scalars that reach the buckets. The points are
+    // in the executor's memory already (resident, e.g. decoded SRS) or else uploaded from
+    // points_h.
+    int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_h,
+            size_t n, unsigned window,
             bool split, Jacobian<F>* out_h, size_t out_cap, unsigned* c_out,
             unsigned* windows_out, uint64_t* split_counts) {
         if (n >= NEG_FLAG) {
@@ -417,9 +420,13 @@ struct Pippenger {
                      n);
             return -1;
         }
-        Buf<Affine<F>> points;
-        CUZK_RC(ex.alloc(points, n, "points"));
-        CUZK_RC(ex.upload(points.ptr, points_h, n));
+        Buf<Affine<F>> uploaded;
+        const Affine<F>* points = resident;
+        if (!points) {
+            CUZK_RC(ex.alloc(uploaded, n, "points"));
+            CUZK_RC(ex.upload(uploaded.ptr, points_h, n));
+            points = uploaded.ptr;
+        }
         Buf<FrMont> scalars;
         CUZK_RC(ex.alloc(scalars, n, "scalars"));
         CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
@@ -468,7 +475,7 @@ struct Pippenger {
     }
 
     // Steps 1-5 for m scalars (point index idx[i], or i without idx) into sums_w.
-    int buckets_to_windows(Buf<Affine<F>>& points, Buf<FrMont>& scalars, const uint32_t* idx,
+    int buckets_to_windows(const Affine<F>* points, Buf<FrMont>& scalars, const uint32_t* idx,
                            size_t m, unsigned c, Buf<XYZZ<F>>& sums_w) {
         const unsigned windows = windows_for(c);
         const uint32_t per_window = 1u << (c - 1);
@@ -521,13 +528,12 @@ struct Pippenger {
             CUZK_RC(ex.alloc(sums, total, "bucket partial sums"));
             CUZK_RC(ex.launch(total,
                               SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals.ptr,
-                                             points.ptr, sums.ptr},
+                                             points, sums.ptr},
                               "bucket accumulation"));
             first.swap(seg_off);
             cnt.swap(segs);
             max_cnt = (max_cnt + SEG - 1) / SEG;
             vals.reset();
-            points.reset();
         }
         CUZK_RC(reduce_groups(sums, first, cnt, groups, max_cnt));
         Buf<XYZZ<F>> buckets;
@@ -558,11 +564,12 @@ struct Pippenger {
 // (Jacobian, blst layout) to out[0..*windows_out); the result is Σ_k 2^(c·k)·out[k] with
 // c = *c_out. n = 0 writes no windows. split ≠ 0 takes the scalars 0 and 1 out of the
 // buckets (see the top of this file); split_counts, when not null, receives the number of
-// ones and of scalars that went through the buckets (with split off: 0 and n).
+// ones and of scalars that went through the buckets (with split off: 0 and n). The points
+// are `resident` (executor memory) when that is not null, else the host array `points`.
 template <class F, class Exec>
-int msm_windows(Exec& ex, const void* points, const void* scalars, size_t n, int window,
-                int split, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
-                uint64_t* split_counts) {
+int msm_windows(Exec& ex, const void* resident, const void* points, const void* scalars,
+                size_t n, int window, int split, void* out, size_t out_cap, uint32_t* c_out,
+                uint32_t* windows_out, uint64_t* split_counts) {
     char* err = ex.err;
     size_t errlen = ex.errlen;
     *c_out = 0;
@@ -576,7 +583,8 @@ int msm_windows(Exec& ex, const void* points, const void* scalars, size_t n, int
     if (n == 0) return 0;
     Pippenger<F, Exec> p{ex, err, errlen};
     unsigned c, windows;
-    CUZK_RC(p.run((const Affine<F>*)points, (const FrMont*)scalars, n, (unsigned)window,
+    CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points, (const FrMont*)scalars,
+                  n, (unsigned)window,
                   split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts));
     *c_out = c;
     *windows_out = windows;

@@ -1,26 +1,28 @@
-//! The CUDA backend: H by NTT on the GPU, the five products by GPU Pippenger MSMs. The flow
-//! (sections decoded one at a time on the host, dense scalars picked by the A/B densities)
-//! is the CPU backend's, so the two give identical products; every kernel result is
-//! checked against the CPU in the tests. A helper thread decodes the next section while
-//! the GPU works on the current one.
+//! The CUDA backend: H by NTT on the GPU, the five products by GPU Pippenger MSMs. The
+//! flow (dense scalars picked by the A/B densities, inputs then aux) is the CPU backend's,
+//! so the two give identical products; every kernel result is checked against the CPU in
+//! the tests.
 //!
-//! Witness MSMs (L, A, B) run split by default (`--split-msm`): the device batch-adds the
-//! points of scalars equal to one and buckets only the rest. `--b-g2 cpu` computes B in G2
-//! with blst on the host cores, overlapping all the GPU work.
+//! SRS sections go to the GPU raw and are decoded there (`--srs-decode gpu`, default): the
+//! host only reads the mapping. With `--srs-decode cpu` a helper thread decodes the next
+//! section on the host while the GPU works on the current one, and each MSM uploads its
+//! points. Witness MSMs (L, A, B) run split by default (`--split-msm`): the device
+//! batch-adds the points of scalars equal to one and buckets only the rest. `--b-g2 cpu`
+//! computes B in G2 with blst on the host cores, overlapping all the GPU work.
 //!
-//! Not yet here (issue 4): SRS resident on the device, pinned staging. Each MSM uploads
-//! its points.
+//! Not yet here (issue 4): sections resident across --max-circuits batches, pinned
+//! double-buffered staging, upload of the next section during the current MSM.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 use rayon::prelude::*;
 
-use super::{msm_g1, msm_g2, ntt, Msm};
-use crate::input::srs::{Section, Srs};
+use super::{msm_points, ntt, DevicePoints, GpuAffine, Msm, Points};
+use crate::input::srs::{Section, Srs, SrsPoint};
 use crate::prove::{cpu, Backend, Products};
 use crate::report::Timings;
 use crate::synth::{Density, ProvingAssignment};
@@ -34,30 +36,39 @@ pub enum BG2 {
     Cpu,
 }
 
+/// Where SRS points are decoded (`--srs-decode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SrsDecode {
+    /// Raw bytes to the device, decoded there.
+    #[default]
+    Gpu,
+    /// Decoded by blstrs on the host cores (on a helper thread), uploaded per MSM.
+    Cpu,
+}
+
 pub struct Cuda {
     /// Window and split for the witness MSMs (L, A, B); H uses the window, never the split
     /// (its scalars are uniformly random).
     pub msm: Msm,
     pub b_g2: BG2,
+    pub srs_decode: SrsDecode,
 }
 
-/// The groups the GPU MSM serves, so B in G1 and G2 is one body.
-trait GpuPoint: Sized + Sync + crate::input::srs::SrsPoint {
-    type Projective: Copy + std::ops::Add<Output = Self::Projective>;
-    fn msm(points: &[Self], scalars: &[Fr], cfg: Msm) -> Result<Self::Projective>;
+/// A section's points, decoded on the host or on the device.
+enum Loaded<P: GpuAffine> {
+    Host(Vec<P>),
+    Device(DevicePoints<P>),
 }
 
-impl GpuPoint for G1Affine {
-    type Projective = G1Projective;
-    fn msm(points: &[Self], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-        msm_g1(points, scalars, cfg)
-    }
-}
-
-impl GpuPoint for G2Affine {
-    type Projective = G2Projective;
-    fn msm(points: &[Self], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-        msm_g2(points, scalars, cfg)
+impl<P: GpuAffine> Loaded<P> {
+    /// Σ scalars[i]·points[offset + i].
+    fn msm(&self, offset: usize, scalars: &[Fr], cfg: Msm) -> Result<P::Projective> {
+        let points = match self {
+            Loaded::Host(v) => Points::Host(&v[offset..offset + scalars.len()]),
+            Loaded::Device(d) => Points::Device(d, offset),
+        };
+        msm_points(points, scalars, cfg)
     }
 }
 
@@ -71,26 +82,44 @@ fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
         .collect()
 }
 
-/// Decoded sections arrive from a helper thread in the order the MSMs use them, so host
-/// decoding overlaps the GPU work (NTT, then the previous section's MSM). One section in
-/// flight at a time bounds memory.
+/// With `--srs-decode cpu`, decoded sections arrive from a helper thread in the order the
+/// MSMs use them, so host decoding overlaps the GPU work (NTT, then the previous section's
+/// MSM). One section in flight at a time bounds memory.
 struct Decoded<P> {
     rx: mpsc::Receiver<(Result<Vec<P>>, Duration)>,
 }
 
-impl<P> Decoded<P> {
-    fn next(&self, name: &str, t: &mut Timings) -> Result<Vec<P>> {
-        let (points, took) = t
-            .time(&format!("wait for SRS {name}"), || self.rx.recv())
-            .map_err(|_| anyhow::anyhow!("the SRS decoding thread stopped before {name}"))?;
-        t.add(&format!("  decode SRS {name} (overlapped)"), took);
-        points
-    }
-}
-
-fn decode<P: crate::input::srs::SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
+fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
     let t0 = Instant::now();
     (srs.points(s, 0..s.count), t0.elapsed())
+}
+
+impl Cuda {
+    /// The points of section `s`: decoded on the device from the mapped bytes, or the next
+    /// section from the host decoding thread.
+    fn load<P: GpuAffine + SrsPoint>(
+        &self,
+        srs: &Srs,
+        s: &Section,
+        host: &Decoded<P>,
+        t: &mut Timings,
+    ) -> Result<Loaded<P>> {
+        let name = s.name;
+        if self.srs_decode == SrsDecode::Gpu {
+            let d = t.time(&format!("upload + decode SRS {name} (GPU)"), || {
+                DevicePoints::decode(srs.section_bytes(s))
+            });
+            let d = d.map_err(|e| {
+                anyhow::anyhow!("parameters {}: section '{name}': {e:#}", srs.path.display())
+            })?;
+            return Ok(Loaded::Device(d));
+        }
+        let (points, took) = t
+            .time(&format!("wait for SRS {name}"), || host.rx.recv())
+            .map_err(|_| anyhow::anyhow!("the SRS decoding thread stopped before {name}"))?;
+        t.add(&format!("  decode SRS {name} (overlapped)"), took);
+        Ok(Loaded::Host(points?))
+    }
 }
 
 /// B in G2 computed on the host (`--b-g2 cpu`): the products, decode time, MSM time.
@@ -121,10 +150,14 @@ impl Backend for Cuda {
             .collect();
         let parts: &[ProvingAssignment] = parts;
         let g2_on_gpu = self.b_g2 == BG2::Gpu;
+        let host_decode = self.srs_decode == SrsDecode::Cpu;
         std::thread::scope(|scope| {
             let (tx1, rx1) = mpsc::sync_channel(1);
             let (tx2, rx2) = mpsc::sync_channel(1);
             scope.spawn(move || {
+                if !host_decode {
+                    return;
+                }
                 for s in [&srs.h, &srs.l, &srs.a, &srs.b_g1] {
                     if tx1.send(decode::<G1Affine>(srs, s)).is_err() {
                         return; // the prover stopped on an error
@@ -142,8 +175,14 @@ impl Backend for Cuda {
                     Ok((b, decoded, t0.elapsed()))
                 })
             });
-            let mut products =
-                self.products_with(abc, parts, t, &Decoded { rx: rx1 }, &Decoded { rx: rx2 })?;
+            let mut products = self.products_with(
+                srs,
+                abc,
+                parts,
+                t,
+                &Decoded { rx: rx1 },
+                &Decoded { rx: rx2 },
+            )?;
             if let Some(handle) = cpu_b_g2 {
                 let joined = t.time("wait for B in G2 (CPU)", || handle.join());
                 let (b, decoded, took) =
@@ -162,6 +201,7 @@ impl Backend for Cuda {
 impl Cuda {
     fn products_with(
         &self,
+        srs: &Srs,
         abc: Vec<(Vec<Fr>, Vec<Fr>, Vec<Fr>)>,
         parts: &[ProvingAssignment],
         t: &mut Timings,
@@ -184,59 +224,59 @@ impl Cuda {
             Duration::from_secs_f64(device_ms as f64 / 1e3),
         );
 
-        let pts = g1.next("h", t)?;
+        let pts = self.load(srs, &srs.h, g1, t)?;
         let h_cfg = Msm { split: false, ..w };
         let h = t.time("MSM h (GPU)", || {
             hs.iter()
-                .map(|h| G1Affine::msm(&pts[..h.len()], h, h_cfg))
+                .map(|h| pts.msm(0, h, h_cfg))
                 .collect::<Result<Vec<_>>>()
         })?;
         drop((pts, hs));
 
-        let pts = g1.next("l", t)?;
+        let pts = self.load(srs, &srs.l, g1, t)?;
         let l = t.time("MSM l (GPU)", || {
             parts
                 .iter()
-                .map(|p| G1Affine::msm(&pts, &p.aux_assignment, w))
+                .map(|p| pts.msm(0, &p.aux_assignment, w))
                 .collect::<Result<Vec<_>>>()
         })?;
         drop(pts);
 
-        let pts = g1.next("a", t)?;
+        let pts = self.load(srs, &srs.a, g1, t)?;
         let a = t.time("MSM a (GPU)", || {
             parts
                 .iter()
                 .map(|p| {
-                    let (inputs, aux) = pts.split_at(p.input_assignment.len());
-                    Ok(G1Affine::msm(inputs, &p.input_assignment, w)?
-                        + G1Affine::msm(aux, &dense(&p.aux_assignment, &p.a_aux_density), w)?)
+                    let inputs = p.input_assignment.len();
+                    Ok(pts.msm(0, &p.input_assignment, w)?
+                        + pts.msm(inputs, &dense(&p.aux_assignment, &p.a_aux_density), w)?)
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
         drop(pts);
 
         // B: one body for G1 and G2; inputs first (by B input density), then aux.
-        fn b_products<P: GpuPoint>(
-            pts: &[P],
+        fn b_products<P: GpuAffine>(
+            pts: &Loaded<P>,
             parts: &[ProvingAssignment],
             w: Msm,
         ) -> Result<Vec<P::Projective>> {
             parts
                 .iter()
                 .map(|p| {
-                    let (inputs, aux) = pts.split_at(p.b_input_density.total());
+                    let inputs = p.b_input_density.total();
                     Ok(
-                        P::msm(inputs, &dense(&p.input_assignment, &p.b_input_density), w)?
-                            + P::msm(aux, &dense(&p.aux_assignment, &p.b_aux_density), w)?,
+                        pts.msm(0, &dense(&p.input_assignment, &p.b_input_density), w)?
+                            + pts.msm(inputs, &dense(&p.aux_assignment, &p.b_aux_density), w)?,
                     )
                 })
                 .collect()
         }
-        let pts = g1.next("b_g1", t)?;
+        let pts = self.load(srs, &srs.b_g1, g1, t)?;
         let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w))?;
         drop(pts);
         let b_g2 = if self.b_g2 == BG2::Gpu {
-            let pts = g2.next("b_g2", t)?;
+            let pts = self.load(srs, &srs.b_g2, g2, t)?;
             t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w))?
         } else {
             vec![G2Projective::identity(); parts.len()] // filled in by the caller

@@ -9,7 +9,10 @@ pub mod backend;
 pub mod field;
 mod msm;
 pub mod ntt;
-pub use msm::{msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, Msm};
+pub use msm::{
+    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_resident, DevicePoints,
+    GpuAffine, Msm, Points,
+};
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
 nvcc); rebuild with the CUDA toolkit (README: building with CUDA) or use --device cpu";

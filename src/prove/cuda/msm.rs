@@ -3,9 +3,16 @@
 //! sum per window; the host folds them, Σ_k 2^(c·k)·W_k, with blstrs (c·windows ≈ 256
 //! doublings).
 //!
+//! The points come from host memory, or from a [`DevicePoints`] set: an SRS section
+//! copied raw to the device and decoded there (`cuda/srs/`), so the host decodes nothing
+//! and the MSMs of every partition read the same copy.
+//!
 //! With [`Msm::split`] (`--split-msm on`, for witness scalars) zeros are dropped and the
 //! points of the ones summed by batch addition on the device before the buckets, which
 //! then see only the other scalars.
+
+use std::marker::PhantomData;
+use std::ops::Range;
 
 use anyhow::{bail, ensure, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
@@ -18,6 +25,8 @@ const MAX_WINDOWS: usize = 256;
 mod ffi {
     use std::os::raw::{c_char, c_int, c_void};
     pub type MsmFn = unsafe extern "C" fn(
+        set: *const c_void,
+        offset: usize,
         points: *const c_void,
         scalars: *const c_void,
         n: usize,
@@ -34,6 +43,8 @@ mod ffi {
     ) -> c_int;
     extern "C" {
         pub fn cuzk_msm_g1(
+            set: *const c_void,
+            offset: usize,
             points: *const c_void,
             scalars: *const c_void,
             n: usize,
@@ -49,6 +60,8 @@ mod ffi {
             errlen: usize,
         ) -> c_int;
         pub fn cuzk_msm_g2(
+            set: *const c_void,
+            offset: usize,
             points: *const c_void,
             scalars: *const c_void,
             n: usize,
@@ -63,25 +76,57 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
+        pub fn cuzk_points_new(
+            g2: c_int,
+            raw: *const c_void,
+            n: usize,
+            emulate: c_int,
+            out: *mut *mut c_void,
+            bad: *mut u64,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_points_read(
+            set: *const c_void,
+            offset: usize,
+            n: usize,
+            out: *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_points_free(set: *mut c_void);
     }
 }
 
-/// The two groups the kernels serve; the FFI relies on the blst layouts of exactly
-/// these types.
-trait MsmGroup: Group {
-    type Affine;
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for blstrs::G1Affine {}
+    impl Sealed for blstrs::G2Affine {}
+}
+
+/// The two groups the kernels serve (G1Affine, G2Affine); the FFI relies on the blst
+/// layouts of exactly these types.
+pub trait GpuAffine: sealed::Sealed + Copy + Default + Send + Sync + 'static {
+    type Projective: Group + Copy;
+    const NAME: &'static str;
+    /// Bytes of one uncompressed point in a .params file (= the decoded affine size).
+    const RAW_SIZE: usize;
     #[cfg(cuzk_cuda)]
     const FFI: ffi::MsmFn;
 }
 
-impl MsmGroup for G1Projective {
-    type Affine = G1Affine;
+impl GpuAffine for G1Affine {
+    type Projective = G1Projective;
+    const NAME: &'static str = "G1";
+    const RAW_SIZE: usize = 96;
     #[cfg(cuzk_cuda)]
     const FFI: ffi::MsmFn = ffi::cuzk_msm_g1;
 }
 
-impl MsmGroup for G2Projective {
-    type Affine = G2Affine;
+impl GpuAffine for G2Affine {
+    type Projective = G2Projective;
+    const NAME: &'static str = "G2";
+    const RAW_SIZE: usize = 192;
     #[cfg(cuzk_cuda)]
     const FFI: ffi::MsmFn = ffi::cuzk_msm_g2;
 }
@@ -97,37 +142,201 @@ pub struct Msm {
     pub split: bool,
 }
 
+/// Points of one group decoded into device memory (or, emulated, into host memory that
+/// stands in for it), freed on drop.
+pub struct DevicePoints<P: GpuAffine> {
+    set: *mut std::ffi::c_void,
+    len: usize,
+    emulated: bool,
+    _group: PhantomData<P>,
+}
+
+// SAFETY: the set is written only while it is created; afterwards it is read (MSMs, read)
+// and finally freed by the one owner.
+unsafe impl<P: GpuAffine> Send for DevicePoints<P> {}
+unsafe impl<P: GpuAffine> Sync for DevicePoints<P> {}
+
+impl<P: GpuAffine> DevicePoints<P> {
+    /// Copies `raw` (uncompressed points as a .params section stores them) to the device
+    /// and decodes it there, checking each point as blst does (on the curve, no subgroup
+    /// check). An invalid point fails with its index.
+    pub fn decode(raw: &[u8]) -> Result<Self> {
+        Self::create(raw, false)
+    }
+
+    /// [`Self::decode`] with the device code run on the host (tests without a GPU).
+    #[doc(hidden)]
+    pub fn decode_emulated(raw: &[u8]) -> Result<Self> {
+        Self::create(raw, true)
+    }
+
+    fn create(raw: &[u8], emulate: bool) -> Result<Self> {
+        ensure!(
+            raw.len() % P::RAW_SIZE == 0,
+            "{} bytes are not a whole number of {}-byte {} points",
+            raw.len(),
+            P::RAW_SIZE,
+            P::NAME
+        );
+        let n = raw.len() / P::RAW_SIZE;
+        #[cfg(cuzk_cuda)]
+        {
+            let mut set = std::ptr::null_mut();
+            let mut bad = u64::MAX;
+            // SAFETY: raw holds n points of RAW_SIZE bytes; the callee writes the set
+            // pointer, the bad index and at most errlen bytes of message.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_points_new(
+                    (P::RAW_SIZE == 192) as i32,
+                    raw.as_ptr() as *const _,
+                    n,
+                    emulate as i32,
+                    &mut set,
+                    &mut bad,
+                    e,
+                    l,
+                )
+            })?;
+            Ok(Self {
+                set,
+                len: n,
+                emulated: emulate,
+                _group: PhantomData,
+            })
+        }
+        #[cfg(not(cuzk_cuda))]
+        {
+            let _ = (n, emulate);
+            bail!(super::NO_CUDA_BUILD)
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The decoded points of `range`, back in host memory (for tests).
+    pub fn read(&self, range: Range<usize>) -> Result<Vec<P>> {
+        ensure!(
+            range.start <= range.end && range.end <= self.len,
+            "points {range:?} of a set of {}",
+            self.len
+        );
+        let mut out = vec![P::default(); range.len()];
+        #[cfg(cuzk_cuda)]
+        // SAFETY: P is #[repr(transparent)] over blst's affine type, the device layout;
+        // out holds range.len() of them.
+        super::call(|e, l| unsafe {
+            ffi::cuzk_points_read(
+                self.set,
+                range.start,
+                range.len(),
+                out.as_mut_ptr() as *mut _,
+                e,
+                l,
+            )
+        })?;
+        Ok(out)
+    }
+}
+
+impl<P: GpuAffine> Drop for DevicePoints<P> {
+    fn drop(&mut self) {
+        #[cfg(cuzk_cuda)]
+        // SAFETY: the set came from cuzk_points_new and is freed once.
+        unsafe {
+            ffi::cuzk_points_free(self.set)
+        };
+    }
+}
+
+/// Where an MSM's points are.
+#[derive(Clone, Copy)]
+pub enum Points<'a, P: GpuAffine> {
+    Host(&'a [P]),
+    Device(&'a DevicePoints<P>, usize),
+}
+
 /// Σ scalars[i]·points[i] in G1 on the GPU.
 pub fn msm_g1(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    msm::<G1Projective>(points, scalars, cfg, false)
+    msm(Points::Host(points), scalars, cfg, false)
 }
 
 /// Σ scalars[i]·points[i] in G2 on the GPU.
 pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    msm::<G2Projective>(points, scalars, cfg, false)
+    msm(Points::Host(points), scalars, cfg, false)
 }
 
 /// [`msm_g1`] with the device's per-thread code run on the host instead (slow; for tests
 /// on machines without a GPU).
 #[doc(hidden)]
 pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    msm::<G1Projective>(points, scalars, cfg, true)
+    msm(Points::Host(points), scalars, cfg, true)
 }
 
 /// [`msm_g2`] run on the host; see [`msm_g1_emulated`].
 #[doc(hidden)]
 pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    msm::<G2Projective>(points, scalars, cfg, true)
+    msm(Points::Host(points), scalars, cfg, true)
 }
 
-fn msm<G: MsmGroup>(points: &[G::Affine], scalars: &[Fr], cfg: Msm, emulate: bool) -> Result<G> {
+/// Σ scalars[i]·points[i] on the GPU, the points in host memory or in a decoded set (then
+/// on the executor that decoded it).
+pub fn msm_points<P: GpuAffine>(
+    points: Points<P>,
+    scalars: &[Fr],
+    cfg: Msm,
+) -> Result<P::Projective> {
+    let emulate = matches!(points, Points::Device(d, _) if d.emulated);
+    msm(points, scalars, cfg, emulate)
+}
+
+/// Σ scalars[i]·points[offset + i] over a decoded set, on the executor that decoded it.
+pub fn msm_resident<P: GpuAffine>(
+    points: &DevicePoints<P>,
+    offset: usize,
+    scalars: &[Fr],
+    cfg: Msm,
+) -> Result<P::Projective> {
+    msm(
+        Points::Device(points, offset),
+        scalars,
+        cfg,
+        points.emulated,
+    )
+}
+
+fn msm<P: GpuAffine>(
+    points: Points<P>,
+    scalars: &[Fr],
+    cfg: Msm,
+    emulate: bool,
+) -> Result<P::Projective> {
+    let n = scalars.len();
+    let (set, offset, host) = match points {
+        Points::Host(p) => {
+            ensure!(
+                p.len() == n,
+                "MSM: {} points but {} scalars",
+                p.len(),
+                scalars.len()
+            );
+            (std::ptr::null_mut(), 0, p.as_ptr())
+        }
+        Points::Device(d, offset) => {
+            ensure!(
+                offset <= d.len && n <= d.len - offset,
+                "MSM: {n} scalars for points from {offset} of a set of {}",
+                d.len
+            );
+            (d.set, offset, std::ptr::null())
+        }
+    };
     let window = cfg.window;
-    ensure!(
-        points.len() == scalars.len(),
-        "MSM: {} points but {} scalars",
-        points.len(),
-        scalars.len()
-    );
     ensure!(
         window <= 24,
         "MSM window size {window} out of range (0 = automatic, 1..=24)"
@@ -136,18 +345,22 @@ fn msm<G: MsmGroup>(points: &[G::Affine], scalars: &[Fr], cfg: Msm, emulate: boo
     {
         // The device writes Jacobian points in blst's layout, which is what G1Projective
         // and G2Projective are (#[repr(transparent)] over blst_p1 / blst_p2).
-        let mut out = vec![G::identity(); MAX_WINDOWS];
+        let mut out = vec![P::Projective::identity(); MAX_WINDOWS];
         let (mut c, mut windows) = (0u32, 0u32);
         let mut counts = [0u64; 2];
-        // SAFETY: G::Affine is G1Affine or G2Affine (MsmGroup is private), #[repr(transparent)] over
-        // blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>; Scalar is
-        // #[repr(transparent)] over blst_fr. points and scalars hold n elements; out holds
-        // MAX_WINDOWS points of G's blst layout and the callee writes at most out_cap.
+        // SAFETY: P is G1Affine or G2Affine (GpuAffine is sealed), #[repr(transparent)]
+        // over blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>;
+        // Scalar is #[repr(transparent)] over blst_fr. The host points (if any) and the
+        // scalars hold n elements; a set holds offset + n points (checked above and again
+        // by the callee); out holds MAX_WINDOWS points of the blst layout and the callee
+        // writes at most out_cap.
         super::call(|e, l| unsafe {
-            G::FFI(
-                points.as_ptr() as *const _,
+            P::FFI(
+                set,
+                offset,
+                host as *const _,
                 scalars.as_ptr() as *const _,
-                points.len(),
+                n,
                 window as i32,
                 cfg.split as i32,
                 emulate as i32,
@@ -165,14 +378,13 @@ fn msm<G: MsmGroup>(points: &[G::Affine], scalars: &[Fr], cfg: Msm, emulate: boo
         }
         if cfg.split {
             log::debug!(
-                "MSM of {}: {} ones batch-added, {} scalars in buckets (c = {c}), {} zeros",
-                points.len(),
+                "MSM of {n}: {} ones batch-added, {} scalars in buckets (c = {c}), {} zeros",
                 counts[0],
                 counts[1],
-                points.len() as u64 - counts[0] - counts[1]
+                n as u64 - counts[0] - counts[1]
             );
         }
-        let mut acc = G::identity();
+        let mut acc = P::Projective::identity();
         for w in out[..windows as usize].iter().rev() {
             for _ in 0..c {
                 acc = acc.double();
@@ -183,7 +395,7 @@ fn msm<G: MsmGroup>(points: &[G::Affine], scalars: &[Fr], cfg: Msm, emulate: boo
     }
     #[cfg(not(cuzk_cuda))]
     {
-        let _ = (MAX_WINDOWS, emulate);
+        let _ = (MAX_WINDOWS, emulate, set, offset, host);
         bail!(super::NO_CUDA_BUILD)
     }
 }
