@@ -77,6 +77,7 @@ pub struct Options {
     pub max_log: u32,
     pub g2_max_log: u32,
     pub runs: usize,
+    pub gpu: usize,
     /// Witness-like scalars: percent zeros and ones.
     pub zeros: u32,
     pub ones: u32,
@@ -111,6 +112,7 @@ pub fn run(o: &Options) -> Result<Vec<Row>> {
     ensure!(cuda::built(), "bench-gpu: {}", cuda::NO_CUDA_BUILD);
     ensure!(cuda::device_count()? > 0, "bench-gpu: no CUDA device found");
     ensure!(o.runs >= 1, "--runs must be at least 1");
+    cuda::set_device(o.gpu).map_err(|e| anyhow::anyhow!("--gpu {}: {e:#}", o.gpu))?;
     ensure!(
         o.min_log <= o.max_log && o.max_log <= 28 && o.g2_max_log <= o.max_log,
         "sizes: need --min-log ≤ --max-log ≤ 28 and --g2-max-log ≤ --max-log"

@@ -118,6 +118,9 @@ pub enum Command {
         g2_max_log: u32,
         #[arg(long, value_name = "N", default_value_t = 5)]
         runs: usize,
+        /// Which GPU (0-based).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        gpu: usize,
         /// Witness-like scalars: percent equal to 0 (default: PoRep's aux, 51 %).
         #[arg(long, value_name = "PCT", default_value_t = 51)]
         zeros: u32,
@@ -209,6 +212,11 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
 
+    /// Which GPU the CUDA backend uses (0-based, as nvidia-smi numbers them unless
+    /// CUDA_VISIBLE_DEVICES says otherwise).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub gpu: usize,
+
     /// GPU Pippenger window in bits (1–24), or auto (chosen from each MSM's size).
     #[arg(long, value_name = "auto|N", default_value = "auto")]
     pub msm_window: String,
@@ -281,6 +289,8 @@ pub struct Config {
     pub miner_id: Option<u64>,
     pub sector_num: Option<u64>,
     pub device: Device,
+    /// GPU index for the CUDA backend.
+    pub gpu: usize,
     /// GPU MSM window bits; 0 = auto.
     pub msm_window: usize,
     /// GPU split MSM for L, A, B.
@@ -315,6 +325,7 @@ impl Config {
             miner_id: None,
             sector_num: None,
             device: Device::Auto,
+            gpu: 0,
             msm_window: 0,
             split_msm: true,
             b_g2: BG2::Gpu,
@@ -365,6 +376,7 @@ impl TryFrom<ProveArgs> for Config {
             miner_id: a.miner_id,
             sector_num: a.sector_num,
             device: a.device,
+            gpu: a.gpu,
             msm_window,
             split_msm: a.split_msm == Switch::On,
             b_g2: a.b_g2,

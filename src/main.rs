@@ -140,6 +140,7 @@ fn real_main(cli: Cli) -> Result<()> {
             max_log,
             g2_max_log,
             runs,
+            gpu,
             zeros,
             ones,
             json,
@@ -152,6 +153,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 max_log,
                 g2_max_log,
                 runs,
+                gpu,
                 zeros,
                 ones,
             })?;

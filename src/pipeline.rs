@@ -123,6 +123,7 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             },
             b_g2: cfg.b_g2,
             srs_decode: cfg.srs_decode,
+            gpu: cfg.gpu,
         })
     };
     Ok(match cfg.device {
@@ -133,12 +134,28 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             }
             match prove::cuda::device_count() {
                 Ok(0) => bail!("--device cuda: no CUDA device found (use --device cpu)"),
+                Ok(n) if cfg.gpu >= n => bail!(
+                    "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
+                    cfg.gpu,
+                    if n == 1 { "" } else { "s" }
+                ),
                 Ok(_) => cuda(),
                 Err(e) => bail!("--device cuda: {e:#}"),
             }
         }
         Device::Auto => {
-            match prove::cuda::built() && prove::cuda::device_count().unwrap_or(0) > 0 {
+            let n = if prove::cuda::built() {
+                prove::cuda::device_count().unwrap_or(0)
+            } else {
+                0
+            };
+            ensure!(
+                n == 0 || cfg.gpu < n,
+                "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
+                cfg.gpu,
+                if n == 1 { "" } else { "s" }
+            );
+            match n > 0 {
                 true => cuda(),
                 false => Box::new(Cpu),
             }

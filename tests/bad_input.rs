@@ -282,6 +282,28 @@ fn cuda_device_without_cuda_build_or_gpu_is_refused_clearly() {
 }
 
 #[test]
+fn gpu_index_out_of_range_is_refused() {
+    use cuzk_prove::prove::cuda;
+    if !(cuda::built() && cuda::device_count().unwrap_or(0) > 0) {
+        eprintln!("SKIPPED: no CUDA build or no GPU");
+        return;
+    }
+    for device in ["cuda", "auto"] {
+        expect_error(
+            &format!("gpu-{device}"),
+            &fixture_c1(),
+            &[
+                OsStr::new("--device"),
+                OsStr::new(device),
+                OsStr::new("--gpu"),
+                OsStr::new("64"),
+            ],
+            "--gpu 64: this machine has",
+        );
+    }
+}
+
+#[test]
 fn partition_out_of_range() {
     expect_error(
         "partition",

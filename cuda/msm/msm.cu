@@ -9,7 +9,8 @@ namespace {
 template <class F>
 int msm_entry(const void* set, size_t offset, const void* points, const void* scalars, size_t n,
               int window, int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
-              uint32_t* windows_out, uint64_t* split_counts, char* err, size_t errlen) {
+              uint32_t* windows_out, uint64_t* split_counts, float* ms, char* err,
+              size_t errlen) {
     try {
         const cuzk::Affine<F>* resident = nullptr;
         if (set) {
@@ -29,11 +30,11 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
         if (emulate) {
             cuzk::HostExec ex{err, errlen};
             return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
-                                             out_cap, c_out, windows_out, split_counts);
+                                             out_cap, c_out, windows_out, split_counts, ms);
         }
         cuzk::DeviceExec ex{err, errlen};
         return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
-                                         out_cap, c_out, windows_out, split_counts);
+                                         out_cap, c_out, windows_out, split_counts, ms);
     } catch (const std::exception& e) {  // never unwind into Rust
         snprintf(err, errlen, "MSM: %s", e.what());
         return -1;
@@ -47,23 +48,23 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 // `points`: blst_p1_affine[n] (infinity = all zero). scalars are blst_fr[n] (Montgomery),
 // window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
 // to one by batch addition and drops zeros before the buckets; split_counts (nullable)
-// receives [ones, bucketed]. Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums
-// W_k to out and the window size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs
-// the same per-thread code on the host (tests without a GPU). Returns 0, or non-zero with
-// err set.
+// receives [ones, bucketed], ms (nullable) the compute milliseconds [split, buckets].
+// Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window
+// size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on
+// the host (tests without a GPU). Returns 0, or non-zero with err set.
 extern "C" int cuzk_msm_g1(const void* set, size_t offset, const void* points,
                            const void* scalars, size_t n, int window, int split, int emulate,
                            void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
-                           uint64_t* split_counts, char* err, size_t errlen) {
+                           uint64_t* split_counts, float* ms, char* err, size_t errlen) {
     return msm_entry<cuzk::Fp>(set, offset, points, scalars, n, window, split, emulate, out,
-                               out_cap, c_out, windows_out, split_counts, err, errlen);
+                               out_cap, c_out, windows_out, split_counts, ms, err, errlen);
 }
 
 // The same over G2: points blst_p2_affine, out blst_p2 (Jacobian over Fp2).
 extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
                            const void* scalars, size_t n, int window, int split, int emulate,
                            void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
-                           uint64_t* split_counts, char* err, size_t errlen) {
+                           uint64_t* split_counts, float* ms, char* err, size_t errlen) {
     return msm_entry<cuzk::Fp2>(set, offset, points, scalars, n, window, split, emulate, out,
-                                out_cap, c_out, windows_out, split_counts, err, errlen);
+                                out_cap, c_out, windows_out, split_counts, ms, err, errlen);
 }

@@ -32,6 +32,7 @@
 // The ones' sum joins window 0 (weight 2^0). Without the split a 0/1 scalar still costs
 // a sort entry in every window.
 #pragma once
+#include <chrono>
 #include <cstdint>
 
 #include "../curve/xyzz.cuh"
@@ -414,7 +415,11 @@ struct Pippenger {
     int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_h,
             size_t n, unsigned window,
             bool split, Jacobian<F>* out_h, size_t out_cap, unsigned* c_out,
-            unsigned* windows_out, uint64_t* split_counts) {
+            unsigned* windows_out, uint64_t* split_counts, float* ms) {
+        using clock = std::chrono::steady_clock;
+        auto ms_since = [](clock::time_point t) {
+            return (float)std::chrono::duration<double, std::milli>(clock::now() - t).count();
+        };
         if (n >= NEG_FLAG) {
             snprintf(err, errlen, "MSM of %zu points is too large for one call (limit 2^31)",
                      n);
@@ -434,7 +439,12 @@ struct Pippenger {
         size_t m = n, n_ones = 0;
         Buf<uint32_t> tail_idx;
         Buf<XYZZ<F>> ones_sum;
+        CUZK_RC(ex.sync("MSM uploads"));
+        const auto t0 = clock::now();
         if (split) CUZK_RC(split_scalars(points, scalars, n, tail_idx, &m, ones_sum, &n_ones));
+        CUZK_RC(ex.sync("MSM split"));
+        const float split_ms = ms_since(t0);
+        const auto t1 = clock::now();
         if (split_counts) {
             split_counts[0] = n_ones;
             split_counts[1] = m;
@@ -468,6 +478,10 @@ struct Pippenger {
         CUZK_RC(ex.alloc(out, windows, "window results"));
         CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
         CUZK_RC(ex.sync("MSM kernels"));
+        if (ms) {
+            ms[0] = split_ms;
+            ms[1] = ms_since(t1);
+        }
         CUZK_RC(ex.download(out_h, out.ptr, windows));
         *c_out = c;
         *windows_out = windows;
@@ -566,15 +580,19 @@ struct Pippenger {
 // buckets (see the top of this file); split_counts, when not null, receives the number of
 // ones and of scalars that went through the buckets (with split off: 0 and n). The points
 // are `resident` (executor memory) when that is not null, else the host array `points`.
+// ms, when not null, receives the compute time in milliseconds of the split (classifying
+// the scalars and batch-adding the ones) and of the rest (buckets, windows), transfers
+// excluded.
 template <class F, class Exec>
 int msm_windows(Exec& ex, const void* resident, const void* points, const void* scalars,
                 size_t n, int window, int split, void* out, size_t out_cap, uint32_t* c_out,
-                uint32_t* windows_out, uint64_t* split_counts) {
+                uint32_t* windows_out, uint64_t* split_counts, float* ms) {
     char* err = ex.err;
     size_t errlen = ex.errlen;
     *c_out = 0;
     *windows_out = 0;
     if (split_counts) split_counts[0] = split_counts[1] = 0;
+    if (ms) ms[0] = ms[1] = 0;
     if (window < 0 || window > (int)MAX_C) {
         snprintf(err, errlen, "MSM window size %d out of range (0 = automatic, 1..=%u)", window,
                  MAX_C);
@@ -585,7 +603,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points, const void* 
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points, (const FrMont*)scalars,
                   n, (unsigned)window,
-                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts));
+                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
     *c_out = c;
     *windows_out = windows;
     return 0;

@@ -21,7 +21,7 @@ use blstrs::{G1Affine, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 use rayon::prelude::*;
 
-use super::{msm_points, ntt, DevicePoints, GpuAffine, Msm, Points};
+use super::{msm_points, ntt, DevicePoints, GpuAffine, Msm, MsmReport, Points};
 use crate::input::srs::{Section, Srs, SrsPoint};
 use crate::prove::{cpu, Backend, Products};
 use crate::report::Timings;
@@ -53,6 +53,8 @@ pub struct Cuda {
     pub msm: Msm,
     pub b_g2: BG2,
     pub srs_decode: SrsDecode,
+    /// The GPU (`--gpu N`), made current on the thread that runs the kernels.
+    pub gpu: usize,
 }
 
 /// A section's points, decoded on the host or on the device.
@@ -62,13 +64,59 @@ enum Loaded<P: GpuAffine> {
 }
 
 impl<P: GpuAffine> Loaded<P> {
-    /// Σ scalars[i]·points[offset + i].
-    fn msm(&self, offset: usize, scalars: &[Fr], cfg: Msm) -> Result<P::Projective> {
+    /// Σ scalars[i]·points[offset + i], adding what the device did to `sum`.
+    fn msm(
+        &self,
+        offset: usize,
+        scalars: &[Fr],
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
         let points = match self {
             Loaded::Host(v) => Points::Host(&v[offset..offset + scalars.len()]),
             Loaded::Device(d) => Points::Device(d, offset),
         };
-        msm_points(points, scalars, cfg)
+        let (p, r) = msm_points(points, scalars, cfg)?;
+        sum.add(&r, scalars.len());
+        Ok(p)
+    }
+}
+
+/// The device work of one product's MSMs, for the timing table and the JSON report.
+#[derive(Default)]
+struct DeviceWork {
+    split_ms: f64,
+    buckets_ms: f64,
+    scalars: u64,
+    ones: u64,
+    bucketed: u64,
+}
+
+impl DeviceWork {
+    fn add(&mut self, r: &MsmReport, n: usize) {
+        self.split_ms += r.split_ms as f64;
+        self.buckets_ms += r.buckets_ms as f64;
+        self.scalars += n as u64;
+        self.ones += r.ones;
+        self.bucketed += r.bucketed;
+    }
+
+    /// Sub-rows under the product's row: kernel times, and what the split did.
+    fn record(&self, t: &mut Timings, split: bool) {
+        let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
+        if split {
+            t.add("  of which split + batch add (GPU)", ms(self.split_ms));
+            t.add("  of which bucket MSM (GPU)", ms(self.buckets_ms));
+            log::info!(
+                "{} scalars: {} ones batch-added, {} bucketed, {} zeros dropped",
+                self.scalars,
+                self.ones,
+                self.bucketed,
+                self.scalars - self.ones - self.bucketed
+            );
+        } else {
+            t.add("  of which MSM kernels (GPU)", ms(self.buckets_ms));
+        }
     }
 }
 
@@ -136,6 +184,7 @@ impl Backend for Cuda {
         parts: &mut [ProvingAssignment],
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
+        super::set_device(self.gpu)?;
         // The evaluations leave the assignments first, so the rest can be shared with the
         // helper threads.
         let abc: Vec<_> = parts
@@ -226,33 +275,40 @@ impl Cuda {
 
         let pts = self.load(srs, &srs.h, g1, t)?;
         let h_cfg = Msm { split: false, ..w };
+        let mut work = DeviceWork::default();
         let h = t.time("MSM h (GPU)", || {
             hs.iter()
-                .map(|h| pts.msm(0, h, h_cfg))
+                .map(|h| pts.msm(0, h, h_cfg, &mut work))
                 .collect::<Result<Vec<_>>>()
         })?;
+        work.record(t, false);
         drop((pts, hs));
 
         let pts = self.load(srs, &srs.l, g1, t)?;
+        let mut work = DeviceWork::default();
         let l = t.time("MSM l (GPU)", || {
             parts
                 .iter()
-                .map(|p| pts.msm(0, &p.aux_assignment, w))
+                .map(|p| pts.msm(0, &p.aux_assignment, w, &mut work))
                 .collect::<Result<Vec<_>>>()
         })?;
+        work.record(t, w.split);
         drop(pts);
 
         let pts = self.load(srs, &srs.a, g1, t)?;
+        let mut work = DeviceWork::default();
         let a = t.time("MSM a (GPU)", || {
             parts
                 .iter()
                 .map(|p| {
                     let inputs = p.input_assignment.len();
-                    Ok(pts.msm(0, &p.input_assignment, w)?
-                        + pts.msm(inputs, &dense(&p.aux_assignment, &p.a_aux_density), w)?)
+                    let aux = dense(&p.aux_assignment, &p.a_aux_density);
+                    Ok(pts.msm(0, &p.input_assignment, w, &mut work)?
+                        + pts.msm(inputs, &aux, w, &mut work)?)
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
+        work.record(t, w.split);
         drop(pts);
 
         // B: one body for G1 and G2; inputs first (by B input density), then aux.
@@ -260,24 +316,29 @@ impl Cuda {
             pts: &Loaded<P>,
             parts: &[ProvingAssignment],
             w: Msm,
+            work: &mut DeviceWork,
         ) -> Result<Vec<P::Projective>> {
             parts
                 .iter()
                 .map(|p| {
-                    let inputs = p.b_input_density.total();
-                    Ok(
-                        pts.msm(0, &dense(&p.input_assignment, &p.b_input_density), w)?
-                            + pts.msm(inputs, &dense(&p.aux_assignment, &p.b_aux_density), w)?,
-                    )
+                    let inputs = dense(&p.input_assignment, &p.b_input_density);
+                    let aux = dense(&p.aux_assignment, &p.b_aux_density);
+                    Ok(pts.msm(0, &inputs, w, work)?
+                        + pts.msm(p.b_input_density.total(), &aux, w, work)?)
                 })
                 .collect()
         }
         let pts = self.load(srs, &srs.b_g1, g1, t)?;
-        let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w))?;
+        let mut work = DeviceWork::default();
+        let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w, &mut work))?;
+        work.record(t, w.split);
         drop(pts);
         let b_g2 = if self.b_g2 == BG2::Gpu {
             let pts = self.load(srs, &srs.b_g2, g2, t)?;
-            t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w))?
+            let mut work = DeviceWork::default();
+            let b = t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w, &mut work))?;
+            work.record(t, w.split);
+            b
         } else {
             vec![G2Projective::identity(); parts.len()] // filled in by the caller
         };

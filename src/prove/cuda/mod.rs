@@ -11,7 +11,7 @@ mod msm;
 pub mod ntt;
 pub use msm::{
     msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_resident, DevicePoints,
-    GpuAffine, Msm, Points,
+    GpuAffine, Msm, MsmReport, Points,
 };
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
@@ -22,6 +22,7 @@ mod ffi {
     use std::os::raw::{c_char, c_int};
     extern "C" {
         pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
+        pub fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_fr_ops(
             a: *const u64,
             b: *const u64,
@@ -60,6 +61,23 @@ pub fn device_count() -> Result<usize> {
     }
     #[cfg(not(cuzk_cuda))]
     bail!(NO_CUDA_BUILD)
+}
+
+/// Makes GPU `index` current for the calling thread: the CUDA runtime keeps the current
+/// device per host thread, so call it on the thread that runs the kernels.
+pub fn set_device(index: usize) -> Result<()> {
+    #[cfg(cuzk_cuda)]
+    {
+        let dev =
+            i32::try_from(index).map_err(|_| anyhow::anyhow!("GPU {index} does not exist"))?;
+        // SAFETY: the callee writes at most `errlen` bytes.
+        call(|e, l| unsafe { ffi::cuzk_set_device(dev, e, l) })
+    }
+    #[cfg(not(cuzk_cuda))]
+    {
+        let _ = index;
+        bail!(NO_CUDA_BUILD)
+    }
 }
 
 /// (a·b, a+b, a−b) element-wise on the GPU: the field arithmetic the kernels build on,

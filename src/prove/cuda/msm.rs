@@ -38,6 +38,7 @@ mod ffi {
         c_out: *mut u32,
         windows_out: *mut u32,
         split_counts: *mut u64,
+        ms: *mut f32,
         err: *mut c_char,
         errlen: usize,
     ) -> c_int;
@@ -56,6 +57,7 @@ mod ffi {
             c_out: *mut u32,
             windows_out: *mut u32,
             split_counts: *mut u64,
+            ms: *mut f32,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -73,6 +75,7 @@ mod ffi {
             c_out: *mut u32,
             windows_out: *mut u32,
             split_counts: *mut u64,
+            ms: *mut f32,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -140,6 +143,21 @@ pub struct Msm {
     /// Sum the points of scalars equal to one by batch addition and drop zeros before
     /// the buckets (the split MSM).
     pub split: bool,
+}
+
+/// What one MSM did on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MsmReport {
+    /// Scalars equal to one (batch-added) and scalars that went through the buckets;
+    /// without the split, 0 and all of them.
+    pub ones: u64,
+    pub bucketed: u64,
+    /// Pippenger window bits.
+    pub window: u32,
+    /// Compute time in ms of the split (classification and batch addition) and of the
+    /// buckets and windows; transfers excluded.
+    pub split_ms: f32,
+    pub buckets_ms: f32,
 }
 
 /// Points of one group decoded into device memory (or, emulated, into host memory that
@@ -263,34 +281,34 @@ pub enum Points<'a, P: GpuAffine> {
 
 /// Σ scalars[i]·points[i] in G1 on the GPU.
 pub fn msm_g1(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    msm(Points::Host(points), scalars, cfg, false)
+    Ok(msm(Points::Host(points), scalars, cfg, false)?.0)
 }
 
 /// Σ scalars[i]·points[i] in G2 on the GPU.
 pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    msm(Points::Host(points), scalars, cfg, false)
+    Ok(msm(Points::Host(points), scalars, cfg, false)?.0)
 }
 
 /// [`msm_g1`] with the device's per-thread code run on the host instead (slow; for tests
 /// on machines without a GPU).
 #[doc(hidden)]
 pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    msm(Points::Host(points), scalars, cfg, true)
+    Ok(msm(Points::Host(points), scalars, cfg, true)?.0)
 }
 
 /// [`msm_g2`] run on the host; see [`msm_g1_emulated`].
 #[doc(hidden)]
 pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    msm(Points::Host(points), scalars, cfg, true)
+    Ok(msm(Points::Host(points), scalars, cfg, true)?.0)
 }
 
 /// Σ scalars[i]·points[i] on the GPU, the points in host memory or in a decoded set (then
-/// on the executor that decoded it).
+/// on the executor that decoded it), with what the device did.
 pub fn msm_points<P: GpuAffine>(
     points: Points<P>,
     scalars: &[Fr],
     cfg: Msm,
-) -> Result<P::Projective> {
+) -> Result<(P::Projective, MsmReport)> {
     let emulate = matches!(points, Points::Device(d, _) if d.emulated);
     msm(points, scalars, cfg, emulate)
 }
@@ -302,12 +320,13 @@ pub fn msm_resident<P: GpuAffine>(
     scalars: &[Fr],
     cfg: Msm,
 ) -> Result<P::Projective> {
-    msm(
+    Ok(msm(
         Points::Device(points, offset),
         scalars,
         cfg,
         points.emulated,
-    )
+    )?
+    .0)
 }
 
 fn msm<P: GpuAffine>(
@@ -315,7 +334,7 @@ fn msm<P: GpuAffine>(
     scalars: &[Fr],
     cfg: Msm,
     emulate: bool,
-) -> Result<P::Projective> {
+) -> Result<(P::Projective, MsmReport)> {
     let n = scalars.len();
     let (set, offset, host) = match points {
         Points::Host(p) => {
@@ -348,6 +367,7 @@ fn msm<P: GpuAffine>(
         let mut out = vec![P::Projective::identity(); MAX_WINDOWS];
         let (mut c, mut windows) = (0u32, 0u32);
         let mut counts = [0u64; 2];
+        let mut ms = [0f32; 2];
         // SAFETY: P is G1Affine or G2Affine (GpuAffine is sealed), #[repr(transparent)]
         // over blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>;
         // Scalar is #[repr(transparent)] over blst_fr. The host points (if any) and the
@@ -369,6 +389,7 @@ fn msm<P: GpuAffine>(
                 &mut c,
                 &mut windows,
                 counts.as_mut_ptr(),
+                ms.as_mut_ptr(),
                 e,
                 l,
             )
@@ -391,7 +412,14 @@ fn msm<P: GpuAffine>(
             }
             acc += w;
         }
-        Ok(acc)
+        let report = MsmReport {
+            ones: counts[0],
+            bucketed: counts[1],
+            window: c,
+            split_ms: ms[0],
+            buckets_ms: ms[1],
+        };
+        Ok((acc, report))
     }
     #[cfg(not(cuzk_cuda))]
     {

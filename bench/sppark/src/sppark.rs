@@ -1,0 +1,178 @@
+//! Safe wrappers over cuda/sppark_msm.cu: sppark's MSM for G1 and G2 and the few CUDA
+//! runtime calls the bench makes itself.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::mem::size_of;
+
+use anyhow::{bail, ensure, Result};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use group::Group;
+use rayon::prelude::*;
+
+/// A scalar as sppark reads it with `mont = false`: the canonical integer in four
+/// little-endian 64-bit limbs.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+#[repr(C)]
+pub struct Canonical(pub [u64; 4]);
+
+extern "C" {
+    fn sppark_bench_msm_g1(
+        out: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        scalars: *const Canonical,
+        point_size: usize,
+    ) -> sppark::Error;
+    fn sppark_bench_msm_g2(
+        out: *mut c_void,
+        points: *const c_void,
+        n: usize,
+        scalars: *const Canonical,
+        point_size: usize,
+    ) -> sppark::Error;
+    fn sppark_bench_sizes(out: *mut usize);
+    fn sppark_bench_device_count(count: *mut c_int) -> c_int;
+    fn sppark_bench_device_name(name: *mut c_char, len: usize) -> c_int;
+    fn sppark_bench_pin(ptr: *mut c_void, bytes: usize) -> c_int;
+    fn sppark_bench_unpin(ptr: *mut c_void) -> c_int;
+    fn sppark_bench_error_string(code: c_int) -> *const c_char;
+}
+
+fn cuda_error(code: c_int) -> String {
+    // SAFETY: cudaGetErrorString returns a static NUL-terminated string for any code.
+    let s = unsafe { CStr::from_ptr(sppark_bench_error_string(code)) };
+    format!("{} (CUDA error {code})", s.to_string_lossy())
+}
+
+/// The canonical integers of `scalars` (blstrs keeps them in Montgomery form).
+pub fn canonical(scalars: &[Scalar]) -> Vec<Canonical> {
+    scalars
+        .par_iter()
+        .map(|s| {
+            let b = s.to_bytes_le();
+            let mut l = [0u64; 4];
+            for (i, limb) in l.iter_mut().enumerate() {
+                *limb = u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap());
+            }
+            Canonical(l)
+        })
+        .collect()
+}
+
+/// Checks that sppark's host types have the sizes of the blstrs (blst) types passed for
+/// them: affine points, Jacobian results, scalars.
+pub fn check_layouts() -> Result<()> {
+    let mut s = [0usize; 5];
+    // SAFETY: the callee writes exactly five sizes.
+    unsafe { sppark_bench_sizes(s.as_mut_ptr()) };
+    let want = [
+        size_of::<G1Affine>(),
+        size_of::<G1Projective>(),
+        size_of::<G2Affine>(),
+        size_of::<G2Projective>(),
+        size_of::<Canonical>(),
+    ];
+    ensure!(
+        s == want,
+        "sppark's types [G1 affine, G1 Jacobian, G2 affine, G2 Jacobian, scalar] are {s:?} \
+         bytes, blstrs's {want:?}"
+    );
+    Ok(())
+}
+
+/// Number of CUDA devices; an error says why there is none (no driver, driver too old).
+pub fn device_count() -> Result<usize> {
+    let mut n: c_int = 0;
+    // SAFETY: the callee writes one int.
+    let rc = unsafe { sppark_bench_device_count(&mut n) };
+    if rc != 0 {
+        bail!("cudaGetDeviceCount: {}", cuda_error(rc));
+    }
+    Ok(n.max(0) as usize)
+}
+
+pub fn device_name() -> Result<String> {
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: the callee writes at most buf.len() bytes, NUL-terminated.
+    let rc = unsafe { sppark_bench_device_name(buf.as_mut_ptr(), buf.len()) };
+    if rc != 0 {
+        bail!("cudaGetDeviceProperties: {}", cuda_error(rc));
+    }
+    // SAFETY: NUL-terminated above.
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+}
+
+/// Host memory page-locked with cudaHostRegister until dropped.
+pub struct Pinned {
+    ptr: *mut c_void,
+}
+
+impl Pinned {
+    /// Page-locks the memory of `data` (which must outlive the guard and not move).
+    pub fn new<T>(data: &[T]) -> Result<Self> {
+        let ptr = data.as_ptr() as *mut c_void;
+        // SAFETY: the range is one live allocation; registering does not write to it.
+        let rc = unsafe { sppark_bench_pin(ptr, std::mem::size_of_val(data)) };
+        if rc != 0 {
+            bail!(
+                "cudaHostRegister of {} MiB: {}",
+                std::mem::size_of_val(data) >> 20,
+                cuda_error(rc)
+            );
+        }
+        Ok(Self { ptr })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        // SAFETY: ptr was registered by Pinned::new.
+        let rc = unsafe { sppark_bench_unpin(self.ptr) };
+        if rc != 0 {
+            eprintln!("sppark-vs-cuzk: warning: cudaHostUnregister: {}", cuda_error(rc));
+        }
+    }
+}
+
+/// Σ scalars[i]·points[i] in G1 by sppark.
+pub fn msm_g1(points: &[G1Affine], scalars: &[Canonical]) -> Result<G1Projective> {
+    ensure!(points.len() == scalars.len(), "sppark MSM: lengths differ");
+    let mut out = G1Projective::identity();
+    // SAFETY: G1Affine is #[repr(transparent)] over blst_p1_affine (x, y in Montgomery
+    // form) and G1Projective over blst_p1 (Jacobian X, Y, Z in Montgomery form), the
+    // layouts of sppark's affine_t and point_t for BLS12-381 (sizes checked by
+    // check_layouts); the callee reads n points and n scalars and writes out.
+    let err = unsafe {
+        sppark_bench_msm_g1(
+            &mut out as *mut G1Projective as *mut c_void,
+            points.as_ptr() as *const c_void,
+            points.len(),
+            scalars.as_ptr(),
+            size_of::<G1Affine>(),
+        )
+    };
+    if err.code != 0 {
+        bail!("sppark G1 MSM of {} points: {err} (code {})", points.len(), err.code);
+    }
+    Ok(out)
+}
+
+/// Σ scalars[i]·points[i] in G2 by sppark.
+pub fn msm_g2(points: &[G2Affine], scalars: &[Canonical]) -> Result<G2Projective> {
+    ensure!(points.len() == scalars.len(), "sppark MSM: lengths differ");
+    let mut out = G2Projective::identity();
+    // SAFETY: as in msm_g1, with blst_p2_affine / blst_p2 (Fp2 coordinates as (c0, c1)).
+    let err = unsafe {
+        sppark_bench_msm_g2(
+            &mut out as *mut G2Projective as *mut c_void,
+            points.as_ptr() as *const c_void,
+            points.len(),
+            scalars.as_ptr(),
+            size_of::<G2Affine>(),
+        )
+    };
+    if err.code != 0 {
+        bail!("sppark G2 MSM of {} points: {err} (code {})", points.len(), err.code);
+    }
+    Ok(out)
+}
