@@ -17,9 +17,9 @@ fn main() {
 
     record_sppark_version();
 
-    let nvcc = std::env::var_os("NVCC").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("sppark-vs-cuzk needs nvcc: set NVCC to its path (README.md)")
-    });
+    let nvcc = std::env::var_os("NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("sppark-vs-cuzk needs nvcc: set NVCC to its path (README.md)"));
     let root = nvcc
         .canonicalize()
         .unwrap_or_else(|_| nvcc.clone())
@@ -45,6 +45,11 @@ fn main() {
         .flag("-Xcompiler=-fPIC")
         .flag("-Xcompiler=-Wno-unused-function")
         .flag("-Xcompiler=-Wno-subobject-linkage");
+    if blst_uses_adx() {
+        // blst then exports only the mulx_* forms of its field routines, which vect.h
+        // (included by blst_t.hpp) names under __ADX__.
+        b.define("__ADX__", None);
+    }
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "90".into());
     for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
         assert!(
@@ -77,4 +82,27 @@ fn record_sppark_version() {
         .map(|v| v.trim_end_matches('"').to_owned())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=SPPARK_VERSION={version}");
+}
+
+/// Whether the blst crate compiled its assembly for ADX: its build.rs does so on x86_64
+/// when the rustc target features include adx (with -C target-cpu) or, without
+/// target-cpu, when the build host has ADX (the default features, no `portable`).
+fn blst_uses_adx() -> bool {
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("x86_64") {
+        return false;
+    }
+    let rustflags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    if rustflags.contains("target-cpu=") {
+        let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+        return features.split(',').any(|f| f == "adx");
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("adx")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }

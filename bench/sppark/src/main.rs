@@ -169,7 +169,10 @@ fn run(a: &Args) -> Result<()> {
         a.min_log <= a.max_log && a.max_log <= 28,
         "sizes: need --min-log ≤ --max-log ≤ 28"
     );
-    ensure!(a.zeros + a.ones <= 100, "--zeros + --ones must be at most 100");
+    ensure!(
+        a.zeros + a.ones <= 100,
+        "--zeros + --ones must be at most 100"
+    );
     ensure!(cuda::built(), "{}", cuda::NO_CUDA_BUILD);
     match sppark::device_count() {
         Ok(0) => bail!("no CUDA device"),
@@ -250,7 +253,12 @@ fn bench_group<P: Side>(a: &Args, max_log: u32, rows: &mut Vec<Row>) -> Result<(
         let p = &inputs.points[..m];
         for (label, s, c, split) in [
             ("random", &inputs.random[..m], &inputs.random_c[..m], false),
-            ("witness", &inputs.witness[..m], &inputs.witness_c[..m], true),
+            (
+                "witness",
+                &inputs.witness[..m],
+                &inputs.witness_c[..m],
+                true,
+            ),
         ] {
             let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, split))?;
             let (sppark_ms, sppark_sum) = time(a.runs, || P::sppark(p, c))?;

@@ -80,13 +80,18 @@ pub fn check_layouts() -> Result<()> {
     Ok(())
 }
 
-/// Number of CUDA devices; an error says why there is none (no driver, driver too old).
+/// Number of CUDA devices; an error says why none can be counted (no driver, one too old).
 pub fn device_count() -> Result<usize> {
     let mut n: c_int = 0;
     // SAFETY: the callee writes one int.
     let rc = unsafe { sppark_bench_device_count(&mut n) };
-    if rc != 0 {
-        bail!("cudaGetDeviceCount: {}", cuda_error(rc));
+    match rc {
+        0 => {}
+        // cudaErrorNoDevice
+        100 => return Ok(0),
+        // cudaErrorInsufficientDriver: also what the runtime says when no driver loads.
+        35 => bail!("no NVIDIA driver loaded, or one older than CUDA 13.0"),
+        _ => bail!("cudaGetDeviceCount: {}", cuda_error(rc)),
     }
     Ok(n.max(0) as usize)
 }
@@ -99,7 +104,9 @@ pub fn device_name() -> Result<String> {
         bail!("cudaGetDeviceProperties: {}", cuda_error(rc));
     }
     // SAFETY: NUL-terminated above.
-    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned())
 }
 
 /// Host memory page-locked with cudaHostRegister until dropped.
@@ -129,7 +136,10 @@ impl Drop for Pinned {
         // SAFETY: ptr was registered by Pinned::new.
         let rc = unsafe { sppark_bench_unpin(self.ptr) };
         if rc != 0 {
-            eprintln!("sppark-vs-cuzk: warning: cudaHostUnregister: {}", cuda_error(rc));
+            eprintln!(
+                "sppark-vs-cuzk: warning: cudaHostUnregister: {}",
+                cuda_error(rc)
+            );
         }
     }
 }
@@ -152,7 +162,11 @@ pub fn msm_g1(points: &[G1Affine], scalars: &[Canonical]) -> Result<G1Projective
         )
     };
     if err.code != 0 {
-        bail!("sppark G1 MSM of {} points: {err} (code {})", points.len(), err.code);
+        bail!(
+            "sppark G1 MSM of {} points: {err} (code {})",
+            points.len(),
+            err.code
+        );
     }
     Ok(out)
 }
@@ -172,7 +186,11 @@ pub fn msm_g2(points: &[G2Affine], scalars: &[Canonical]) -> Result<G2Projective
         )
     };
     if err.code != 0 {
-        bail!("sppark G2 MSM of {} points: {err} (code {})", points.len(), err.code);
+        bail!(
+            "sppark G2 MSM of {} points: {err} (code {})",
+            points.len(),
+            err.code
+        );
     }
     Ok(out)
 }
