@@ -24,6 +24,10 @@ pub trait PartitionCircuits: Send + Sync {
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Builds and synthesizes partition `k`.
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
+    /// Builds partition `k` and computes its variable values only (witness generation).
+    fn witness(&self, k: usize) -> Result<synth::witness::Witness>;
+    /// Synthesizes partition `k` and records its constraint system (`--pce`).
+    fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)>;
 }
 
 type VanillaProofs<Tree> = Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>;
@@ -50,6 +54,14 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
 
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
         synth::synthesize(self.circuit(k)?, hint)
+    }
+
+    fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
+        synth::witness::witness(self.circuit(k)?)
+    }
+
+    fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)> {
+        synth::pce::synthesize_recording(self.circuit(k)?)
     }
 }
 

@@ -249,6 +249,16 @@ pub struct ProveArgs {
     #[arg(long, overrides_with = "presize", action = ArgAction::SetTrue)]
     pub no_presize: bool,
 
+    /// Pre-compiled constraint system: record A, B, C once (one full synthesis, or read
+    /// from --pce-cache), then synthesize witnesses only and evaluate A·w, B·w, C·w.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
+    pub pce: Switch,
+
+    /// Directory for recorded constraint systems (one file per parameter set, reused by
+    /// later runs; implies --pce on).
+    #[arg(long, value_name = "DIR")]
+    pub pce_cache: Option<PathBuf>,
+
     /// Partitions synthesized and proved at once (bounds memory; default: all).
     #[arg(long, value_name = "N")]
     pub max_circuits: Option<usize>,
@@ -301,6 +311,9 @@ pub struct Config {
     pub srs_decode: SrsDecode,
     pub synth_threads: usize,
     pub presize: bool,
+    /// Pre-compiled constraint system, and where to keep it.
+    pub pce: bool,
+    pub pce_cache: Option<PathBuf>,
     pub max_circuits: Option<usize>,
     pub partition: Option<usize>,
     pub stop_after: Option<Phase>,
@@ -332,6 +345,8 @@ impl Config {
             srs_decode: SrsDecode::Gpu,
             synth_threads: rayon::current_num_threads(),
             presize: false,
+            pce: false,
+            pce_cache: None,
             max_circuits: None,
             partition: None,
             stop_after: None,
@@ -385,6 +400,8 @@ impl TryFrom<ProveArgs> for Config {
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
             presize: a.presize && !a.no_presize,
+            pce: a.pce == Switch::On || a.pce_cache.is_some(),
+            pce_cache: a.pce_cache,
             max_circuits: a.max_circuits,
             partition: a.partition,
             stop_after: a.stop_after,

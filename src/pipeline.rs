@@ -19,7 +19,8 @@ use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::{self, assemble, cpu::Cpu, cuda::backend::Cuda, Backend, Randomness};
 use crate::report::Timings;
-use crate::synth::{presize, Shape, WitnessStats};
+use crate::synth::pce::Pce;
+use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
@@ -269,18 +270,44 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
     let mut shape = None;
     let mut witness = None;
+    // --pce: the recorded constraint system, from the cache file when there is one.
+    let pce_path = cfg.pce_cache.as_ref().map(|dir| {
+        let stem = params_path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy();
+        dir.join(format!("{stem}.pce"))
+    });
+    let mut pce = None;
+    let mut pce_saved = false;
+    if let Some(path) = pce_path.as_ref().filter(|p| p.exists()) {
+        pce = Some(t.time("load PCE", || Pce::load(path))?);
+        pce_saved = true;
+    }
     for (b, ks) in todo.chunks(batch).enumerate() {
-        let mut parts = t.time("synthesis", || {
-            pool.install(|| {
-                ks.par_iter()
-                    .map(|&k| {
-                        circuits
-                            .synthesize(k, hint)
-                            .with_context(|| format!("partition {k}"))
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })
-        })?;
+        let mut parts = if cfg.pce {
+            pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, &mut t))?
+        } else {
+            t.time("synthesis", || {
+                pool.install(|| {
+                    ks.par_iter()
+                        .map(|&k| {
+                            circuits
+                                .synthesize(k, hint)
+                                .with_context(|| format!("partition {k}"))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+            })?
+        };
+        if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
+            t.time("save PCE", || p.save(path))?;
+            log(
+                cfg,
+                &format!("recorded the constraint system in {}", path.display()),
+            );
+            pce_saved = true;
+        }
         for p in &parts {
             let s = Shape::of(p);
             ensure!(
@@ -311,6 +338,9 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         proofs.extend(ks.iter().copied().zip(assembled));
     }
     report["circuit"] = json!(shape);
+    if let Some(p) = &pce {
+        report["pce"] = json!({ "path": pce_path, "terms": p.nnz() });
+    }
     report["witness"] = json!(witness);
     if matches!(cfg.stop_after, Some(Phase::Synth) | Some(Phase::Prove)) {
         return done(t, report);
@@ -331,4 +361,54 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         timings: t,
         report,
     })
+}
+
+/// `--pce`: partition circuits → assignments through the recorded constraint system.
+/// Without a recording yet, the first partition is synthesized in full and recorded while
+/// the others' witnesses are generated; then A·w, B·w, C·w for those.
+fn synthesize_pce(
+    circuits: &dyn PartitionCircuits,
+    ks: &[usize],
+    pce: &mut Option<Pce>,
+    t: &mut Timings,
+) -> Result<Vec<ProvingAssignment>> {
+    let ctx = |k: usize| move || format!("partition {k}");
+    let (first, todo) = match pce {
+        Some(_) => (None, ks),
+        None => (Some(ks[0]), &ks[1..]),
+    };
+    let phase = match first {
+        Some(_) => "synthesis: record + witnesses (PCE)",
+        None => "synthesis: witnesses (PCE)",
+    };
+    let (recorded, witnesses) = t.time(phase, || {
+        rayon::join(
+            || first.map(|k| circuits.synthesize_recording(k).with_context(ctx(k))),
+            || {
+                todo.par_iter()
+                    .map(|&k| circuits.witness(k).with_context(ctx(k)))
+                    .collect::<Result<Vec<_>>>()
+            },
+        )
+    });
+    let mut parts = Vec::with_capacity(ks.len());
+    if let Some(r) = recorded {
+        let (pa, p) = r?;
+        log::info!(
+            "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+            p.constraints(),
+            p.nnz()
+        );
+        parts.push(pa);
+        *pce = Some(p);
+    }
+    let p = pce.as_ref().expect("recorded or loaded above");
+    let witnesses = witnesses?;
+    t.time("synthesis: A·w, B·w, C·w (PCE)", || {
+        for (w, &k) in witnesses.into_iter().zip(todo) {
+            parts.push(p.assignment(w).with_context(ctx(k))?);
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(parts)
 }

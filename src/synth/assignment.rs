@@ -71,6 +71,23 @@ impl Density {
     pub fn words(&self) -> &[u64] {
         &self.words
     }
+
+    /// The set of `len` variables whose bits `words` holds (as [`Self::words`] gives them).
+    pub fn from_words(words: Vec<u64>, len: usize) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            words.len() == len.div_ceil(64),
+            "{} density words for {len} variables",
+            words.len()
+        );
+        if len % 64 != 0 {
+            anyhow::ensure!(
+                words[len / 64] >> (len % 64) == 0,
+                "density bits beyond the last variable"
+            );
+        }
+        let total = words.iter().map(|w| w.count_ones() as usize).sum();
+        Ok(Self { words, len, total })
+    }
 }
 
 /// Capacities to reserve up front (see `--presize`).
@@ -115,17 +132,43 @@ impl ProvingAssignment {
         self.a.len()
     }
 
+    /// Appends one constraint: evaluates its linear combinations, marks the densities.
+    pub fn enforce_lcs(
+        &mut self,
+        a: &LinearCombination<Fr>,
+        b: &LinearCombination<Fr>,
+        c: &LinearCombination<Fr>,
+    ) {
+        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
+        let a = eval(a, None, Some(&mut self.a_aux_density), inputs, aux);
+        let b = eval(
+            b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inputs,
+            aux,
+        );
+        let c = eval(c, None, None, inputs, aux);
+        self.a.push(a);
+        self.b.push(b);
+        self.c.push(c);
+    }
+
     /// Appends the constraint `input_i * 0 = 0` for every input, as bellperson's prover
     /// does after synthesis: it makes the inputs linearly independent in A.
     pub fn enforce_input_constraints(&mut self) {
         for i in 0..self.input_assignment.len() {
-            self.enforce(
-                || "",
-                |lc| lc + Variable::new_unchecked(Index::Input(i)),
-                |lc| lc,
-                |lc| lc,
-            );
+            let (a, zero) = Self::input_constraint(i);
+            self.enforce_lcs(&a, &zero, &zero);
         }
+    }
+
+    /// The linear combinations of input `i`'s constraint: A = input_i, B = C = 0.
+    pub fn input_constraint(i: usize) -> (LinearCombination<Fr>, LinearCombination<Fr>) {
+        (
+            LinearCombination::zero() + Variable::new_unchecked(Index::Input(i)),
+            LinearCombination::zero(),
+        )
     }
 }
 
@@ -214,25 +257,11 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-        let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
-        let a = eval(
+        self.enforce_lcs(
             &a(LinearCombination::zero()),
-            None,
-            Some(&mut self.a_aux_density),
-            inputs,
-            aux,
-        );
-        let b = eval(
             &b(LinearCombination::zero()),
-            Some(&mut self.b_input_density),
-            Some(&mut self.b_aux_density),
-            inputs,
-            aux,
+            &c(LinearCombination::zero()),
         );
-        let c = eval(&c(LinearCombination::zero()), None, None, inputs, aux);
-        self.a.push(a);
-        self.b.push(b);
-        self.c.push(c);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

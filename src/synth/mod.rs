@@ -1,7 +1,9 @@
 //! Synthesis: partition circuits → [`ProvingAssignment`]s, in parallel with rayon.
 
 mod assignment;
+pub mod pce;
 pub mod presize;
+pub mod witness;
 
 pub use assignment::{Density, ProvingAssignment, SizeHint};
 

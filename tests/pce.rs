@@ -1,0 +1,116 @@
+//! `--pce`: the recorded constraint system plus witness-only synthesis gives exactly the
+//! assignment of a full synthesis, survives a round trip through its cache file, refuses
+//! damaged or foreign recordings clearly, and proves end to end.
+
+mod common;
+
+use common::*;
+use cuzk_prove::circuit::Porep;
+use cuzk_prove::cli::{Config, Device};
+use cuzk_prove::input::c1::read_c1;
+use cuzk_prove::pipeline;
+use cuzk_prove::synth::{self, pce, witness};
+use filecoin_proofs::constants::{SectorShape2KiB, SectorShape8MiB};
+use filecoin_proofs::types::MerkleTreeTrait;
+
+fn porep<Tree: 'static + MerkleTreeTrait>(dir: &str) -> Porep<Tree> {
+    let c1 = read_c1(&root().join(dir).join("c1.json")).unwrap();
+    Porep::new(&c1.registered_proof.as_v1_config(), c1.output).unwrap()
+}
+
+/// Recording changes nothing; witness + recording = full synthesis, bit for bit.
+fn same_assignment<Tree: 'static + MerkleTreeTrait>(dir: &str) -> pce::Pce {
+    let p = porep::<Tree>(dir);
+    let full = synth::synthesize(p.circuit(0).unwrap(), None).unwrap();
+    let (recorded, pce) = pce::synthesize_recording(p.circuit(0).unwrap()).unwrap();
+    assert!(recorded == full, "{dir}: recording changed the synthesis");
+    assert_eq!(pce.constraints(), full.num_constraints());
+    let w = witness::witness(p.circuit(0).unwrap()).unwrap();
+    assert_eq!(w.inputs, full.input_assignment, "{dir}: witness inputs");
+    assert!(w.aux == full.aux_assignment, "{dir}: witness aux");
+    let via_pce = pce.assignment(w).unwrap();
+    assert!(
+        via_pce == full,
+        "{dir}: PCE assignment differs from full synthesis"
+    );
+    pce
+}
+
+#[test]
+fn pce_assignment_equals_full_synthesis_and_round_trips() {
+    let pce2k = same_assignment::<SectorShape2KiB>("testdata/2kib");
+    let pce8m = same_assignment::<SectorShape8MiB>("testdata/8mib");
+
+    // Through the file and back.
+    let dir = scratch("pce-file");
+    let path = dir.join("2k.pce");
+    pce2k.save(&path).unwrap();
+    let loaded = pce::Pce::load(&path).unwrap();
+    assert!(loaded == pce2k, "the loaded recording differs");
+
+    // A recording for another circuit is refused by shape.
+    let w8 = witness::witness(
+        porep::<SectorShape8MiB>("testdata/8mib")
+            .circuit(0)
+            .unwrap(),
+    )
+    .unwrap();
+    let err = pce2k.assignment(w8).unwrap_err().to_string();
+    assert!(err.contains("a cache file for another circuit?"), "{err}");
+    drop(pce8m);
+
+    // Damaged files: truncated, wrong magic, a changed coefficient index.
+    let bytes = std::fs::read(&path).unwrap();
+    let bad = dir.join("bad.pce");
+    std::fs::write(&bad, &bytes[..bytes.len() - 9]).unwrap();
+    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
+    assert!(
+        err.contains("is unreadable (delete it to record anew)"),
+        "{err}"
+    );
+    let mut b = bytes.clone();
+    b[0] ^= 1;
+    std::fs::write(&bad, &b).unwrap();
+    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
+    assert!(err.contains("not a cuzk-prove PCE file"), "{err}");
+    // The last 4 bytes are C's last coefficient index: point it at another coefficient.
+    let mut b = bytes.clone();
+    let n = b.len();
+    let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
+    b[n - 4..].copy_from_slice(&(if last == 0 { 1u32 } else { 0 }).to_le_bytes());
+    std::fs::write(&bad, &b).unwrap();
+    let damaged = pce::Pce::load(&bad).unwrap();
+    let w = witness::witness(
+        porep::<SectorShape2KiB>("testdata/2kib")
+            .circuit(0)
+            .unwrap(),
+    )
+    .unwrap();
+    let err = damaged.assignment(w).unwrap_err().to_string();
+    assert!(
+        err.contains("does not satisfy the pre-compiled constraint system"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pce_cache_proves_and_filecoin_proofs_verifies() {
+    let cache = scratch("pce-cache");
+    let prove = || {
+        let mut cfg = Config::new(fixture_c1(), None);
+        cfg.param_cache = param_cache().to_path_buf();
+        cfg.device = Device::Cpu;
+        cfg.rng_seed = Some(3);
+        cfg.quiet = true;
+        cfg.pce = true;
+        cfg.pce_cache = Some(cache.clone());
+        pipeline::run(&cfg).unwrap()
+    };
+    let recorded = prove();
+    assert!(recorded.timings.get("save PCE").is_some());
+    let loaded = prove();
+    assert!(loaded.timings.get("load PCE").is_some());
+    assert!(loaded.timings.get("save PCE").is_none());
+    assert_eq!(recorded.proof, loaded.proof);
+    assert!(verify_seal(&fixture_meta(), &loaded.proof));
+}
