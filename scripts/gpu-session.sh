@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs the GPU checks and benchmarks on a GPU host from binaries built elsewhere (the
+# device host has no Rust). Build and pack on the build machine:
+#
+#   CUZK_CUDA_ARCHS=90 NVCC=… cargo test --release --features cuda --no-run
+#   scripts/gpu-session.sh pack            # → .gpu/bins.tgz (test binaries, cuzk-prove,
+#                                          #   sppark-vs-cuzk if built; stripped)
+#
+# then on the GPU host, from the repository root, one phase per call (each fits 10 min):
+#
+#   scripts/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs)
+#   scripts/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
+#   scripts/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
+#
+# Logs go to $OUT (or ./gpu-out). The test parameters are generated on the host with the
+# carried cuzk-prove (gen-params, seed 0, as the tests do).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+B=${BINS:-/tmp/cuzk-bins}
+mkdir -p "$OUT"
+
+pack() {
+    local tmp; tmp=$(mktemp -d)
+    for t in cuda_e2e cuda_msm cuda_ntt cuda_field bad_input; do
+        local f; f=$(ls -t target/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
+        [ -n "$f" ] && strip -o "$tmp/$t" "$f"
+    done
+    strip -o "$tmp/cuzk-prove" target/release/cuzk-prove
+    [ -x bench/sppark/target/release/sppark-vs-cuzk ] && cp bench/sppark/target/release/sppark-vs-cuzk "$tmp/"
+    mkdir -p .gpu && tar czf .gpu/bins.tgz -C "$tmp" . && ls -la .gpu/bins.tgz
+    rm -rf "$tmp"
+}
+
+setup() {
+    mkdir -p "$B" && tar xzf .gpu/bins.tgz -C "$B"
+    # Test binaries look for fixtures under the build machine's CARGO_MANIFEST_DIR.
+    mkdir -p /work && { [ -e /work/main ] || ln -s "$PWD" /work/main; }
+    export CUZK_TEST_PARAMS=$PWD/target/test-params
+    mkdir -p "$CUZK_TEST_PARAMS"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
+    for s in 2KiB 8MiB; do
+        "$B/cuzk-prove" gen-params --sector-size $s --seed 0 -o "$CUZK_TEST_PARAMS" >> "$OUT/gen-params.log" 2>&1
+    done
+}
+
+run() { # name, command…
+    local name=$1; shift
+    "$@" > "$OUT/$name.log" 2>&1
+    echo "$name: rc=$?" | tee -a "$OUT/summary.txt"
+}
+
+case "${1:-}" in
+pack) pack ;;
+check)
+    setup
+    for t in cuda_field cuda_msm cuda_ntt bad_input cuda_e2e; do
+        [ -x "$B/$t" ] && run "$t" "$B/$t" --nocapture
+    done
+    command -v compute-sanitizer >/dev/null &&
+        run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_msm" msm_small
+    ;;
+bench)
+    setup
+    run bench-gpu "$B/cuzk-prove" bench-gpu --max-log 24 --g2-max-log 22 --runs 5 --json "$OUT/bench-gpu.json"
+    [ -x "$B/sppark-vs-cuzk" ] &&
+        run sppark "$B/sppark-vs-cuzk" --max-log 24 --runs 5 --pin --json "$OUT/sppark.json"
+    ;;
+e2e)
+    setup
+    for sz in 2kib 8mib; do
+        for v in "" "--split-msm off" "--srs-decode cpu" "--b-g2 cpu" "--device cpu"; do
+            for i in 1 2 3; do
+                echo "== $sz [$v] run $i" >> "$OUT/e2e.log"
+                # shellcheck disable=SC2086
+                "$B/cuzk-prove" --c1 testdata/$sz/c1.json --param-cache "$CUZK_TEST_PARAMS" \
+                    -o /tmp/p.bin --timings $v >> "$OUT/e2e.log" 2>&1 ||
+                    echo "FAIL $sz [$v]" | tee -a "$OUT/summary.txt"
+            done
+        done
+    done
+    ;;
+*) echo "usage: $0 pack|check|bench|e2e" >&2; exit 2 ;;
+esac
