@@ -57,7 +57,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
     }
 
     fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
-        synth::witness::witness(self.circuit(k)?)
+        self.witness_parallel(&self.vanilla[k])
     }
 
     fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)> {
@@ -68,16 +68,83 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
 impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// storage-proofs' circuit for partition `k`.
     pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+        self.circuit_of(&self.vanilla[k])
+    }
+
+    /// The vanilla proofs (one per challenge) of partition `k`.
+    pub fn vanilla(&self, k: usize) -> &[stacked::Proof<Tree, DefaultPieceHasher>] {
+        &self.vanilla[k]
+    }
+
+    /// The circuit proving the challenges `proofs` (a partition's, or any subset).
+    pub fn circuit_of(
+        &self,
+        proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
         <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
         >>::circuit(
             &self.public_inputs,
             Default::default(),
-            &self.vanilla[k],
+            &proofs.to_vec(),
             &self.public_params,
-            Some(k),
+            None,
         )
+    }
+
+    /// The witness of the circuit for `proofs`, its challenges generated in parallel.
+    ///
+    /// The circuit allocates a header (replica_id and its bits, the commitments, the
+    /// comm_r check) and then one part per challenge that reads only header values, all
+    /// parts the same length; in a witness-only synthesis variable indices are never used.
+    /// So the witness is the header followed by each challenge's part as a circuit of that
+    /// challenge alone would allocate it. One circuit of the first two challenges gives
+    /// header + 2 parts; circuits of one challenge each give header + 1 part; their
+    /// difference is the part length, and every header is checked against the first.
+    pub fn witness_parallel(
+        &self,
+        proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    ) -> Result<synth::witness::Witness> {
+        use rayon::prelude::*;
+        use synth::witness::{witness, Witness};
+        if proofs.len() < 3 {
+            return witness(self.circuit_of(proofs)?);
+        }
+        let mut parts: Vec<Witness> = (1..proofs.len())
+            .into_par_iter()
+            .map(|j| match j {
+                1 => witness(self.circuit_of(&proofs[..2])?),
+                j => witness(self.circuit_of(&proofs[j..j + 1])?),
+            })
+            .collect::<Result<_>>()?;
+        let rest = parts.split_off(1);
+        let mut w = parts.pop().expect("the first two challenges");
+        let one = &rest[0];
+        let (part_in, part_aux) = (
+            w.inputs.len().saturating_sub(one.inputs.len()),
+            w.aux.len().saturating_sub(one.aux.len()),
+        );
+        let (head_in, head_aux) = (
+            one.inputs.len().saturating_sub(part_in),
+            one.aux.len().saturating_sub(part_aux),
+        );
+        let fits = |r: &Witness| {
+            r.inputs.len() == head_in + part_in
+                && r.aux.len() == head_aux + part_aux
+                && r.inputs[..head_in] == w.inputs[..head_in]
+                && r.aux[..head_aux] == w.aux[..head_aux]
+        };
+        if !rest.iter().all(fits) {
+            // Not the layout assumed above (another circuit version?): one at a time.
+            log::warn!("challenge circuits differ in their header; witness generated serially");
+            return witness(self.circuit_of(proofs)?);
+        }
+        for r in &rest {
+            w.inputs.extend_from_slice(&r.inputs[head_in..]);
+            w.aux.extend_from_slice(&r.aux[head_aux..]);
+        }
+        Ok(w)
     }
 
     pub fn new(config: &PoRepConfig, c1: SealCommitPhase1Output) -> Result<Self> {

@@ -114,3 +114,25 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
     assert_eq!(recorded.proof, loaded.proof);
     assert!(verify_seal(&fixture_meta(), &loaded.proof));
 }
+
+/// Challenges generated in parallel and joined give the witness of the whole circuit.
+/// The fixtures have two challenges per partition (below the parallel threshold), so the
+/// test repeats them into longer lists; the circuit does not mind repeated challenges.
+#[test]
+fn parallel_challenge_witness_equals_serial() {
+    fn check<Tree: 'static + MerkleTreeTrait>(dir: &str) {
+        let p = porep::<Tree>(dir);
+        let v = p.vanilla(0);
+        for idx in [vec![0, 1, 0], vec![1, 0, 1, 1, 0], vec![0, 1]] {
+            let proofs: Vec<_> = idx.iter().map(|&i| v[i].clone()).collect();
+            let serial = witness::witness(p.circuit_of(&proofs).unwrap()).unwrap();
+            let parallel = p.witness_parallel(&proofs).unwrap();
+            assert!(
+                parallel == serial,
+                "{dir} {idx:?}: parallel witness differs"
+            );
+        }
+    }
+    check::<SectorShape2KiB>("testdata/2kib");
+    check::<SectorShape8MiB>("testdata/8mib");
+}

@@ -413,9 +413,8 @@ struct Pippenger {
     // in the executor's memory already (resident, e.g. decoded SRS) or else uploaded from
     // points_h.
     int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_h,
-            size_t n, unsigned window,
-            bool split, Jacobian<F>* out_h, size_t out_cap, unsigned* c_out,
-            unsigned* windows_out, uint64_t* split_counts, float* ms) {
+            size_t n, unsigned window, bool split, Jacobian<F>* out_h, size_t out_cap,
+            unsigned* c_out, unsigned* windows_out, uint64_t* split_counts, float* ms) {
         using clock = std::chrono::steady_clock;
         auto ms_since = [](clock::time_point t) {
             return (float)std::chrono::duration<double, std::milli>(clock::now() - t).count();
@@ -602,8 +601,8 @@ int msm_windows(Exec& ex, const void* resident, const void* points, const void* 
     Pippenger<F, Exec> p{ex, err, errlen};
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points, (const FrMont*)scalars,
-                  n, (unsigned)window,
-                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
+                  n, (unsigned)window, split != 0, (Jacobian<F>*)out, out_cap, &c, &windows,
+                  split_counts, ms));
     *c_out = c;
     *windows_out = windows;
     return 0;
