@@ -236,6 +236,11 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = SrsDecode::Gpu)]
     pub srs_decode: SrsDecode,
 
+    /// Page-lock each mapped SRS section while the CUDA backend copies it to the GPU
+    /// (faster DMA, no staging copy; costs the page-locking).
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
+    pub pin: Switch,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -309,6 +314,8 @@ pub struct Config {
     pub b_g2: BG2,
     /// Where the CUDA backend decodes SRS points.
     pub srs_decode: SrsDecode,
+    /// Page-lock SRS sections for their copy to the GPU.
+    pub pin: bool,
     pub synth_threads: usize,
     pub presize: bool,
     /// Pre-compiled constraint system, and where to keep it.
@@ -343,6 +350,7 @@ impl Config {
             split_msm: true,
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
+            pin: false,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             pce: false,
@@ -396,6 +404,7 @@ impl TryFrom<ProveArgs> for Config {
             split_msm: a.split_msm == Switch::On,
             b_g2: a.b_g2,
             srs_decode: a.srs_decode,
+            pin: a.pin == Switch::On,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

@@ -125,6 +125,7 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             b_g2: cfg.b_g2,
             srs_decode: cfg.srs_decode,
             gpu: cfg.gpu,
+            pin: cfg.pin,
         })
     };
     Ok(match cfg.device {

@@ -64,6 +64,12 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             c.b_g2 = BG2::Cpu;
             c.srs_decode = SrsDecode::Cpu;
         });
+        // Sections page-locked for their copy to the GPU (--pin): the same proof.
+        let pinned = prove_with(&c1, Device::Cuda, 7, |c| c.pin = true);
+        assert_eq!(
+            pinned.proof, cpu.proof,
+            "{size}: GPU proof with --pin differs"
+        );
         assert_eq!(
             plain.proof, cpu.proof,
             "{size}: GPU proof without the split MSM and GPU decoding, B in G2 on the CPU, differs"

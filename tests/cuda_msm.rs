@@ -439,7 +439,7 @@ where
     if emulate {
         cuda::DevicePoints::decode_emulated(raw)
     } else {
-        cuda::DevicePoints::decode(raw)
+        cuda::DevicePoints::decode(raw, false)
     }
 }
 
@@ -547,6 +547,12 @@ fn real_sections(emulate: bool) {
     let set = decode_set::<G2Projective>(&srs.section_bytes(s)[..n * 192], emulate).unwrap();
     let want: Vec<G2Affine> = srs.points(s, 0..n).unwrap();
     assert!(set.read(0..n).unwrap() == want, "section b_g2");
+    if !emulate {
+        // Page-locked for the copy (--pin): the same points.
+        let pinned =
+            cuda::DevicePoints::<G2Affine>::decode(&srs.section_bytes(s)[..n * 192], true).unwrap();
+        assert!(pinned.read(0..n).unwrap() == want, "section b_g2, pinned");
+    }
 }
 
 #[test]

@@ -55,6 +55,8 @@ pub struct Cuda {
     pub srs_decode: SrsDecode,
     /// The GPU (`--gpu N`), made current on the thread that runs the kernels.
     pub gpu: usize,
+    /// Page-lock each mapped SRS section while it is copied to the device (`--pin`).
+    pub pin: bool,
 }
 
 /// A section's points, decoded on the host or on the device.
@@ -155,7 +157,7 @@ impl Cuda {
         let name = s.name;
         if self.srs_decode == SrsDecode::Gpu {
             let d = t.time(&format!("upload + decode SRS {name} (GPU)"), || {
-                DevicePoints::decode(srs.section_bytes(s))
+                DevicePoints::decode(srs.section_bytes(s), self.pin)
             });
             let d = d.map_err(|e| {
                 anyhow::anyhow!("parameters {}: section '{name}': {e:#}", srs.path.display())

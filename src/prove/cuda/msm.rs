@@ -84,6 +84,8 @@ mod ffi {
             raw: *const c_void,
             n: usize,
             emulate: c_int,
+            pin: c_int,
+            pinned: *mut c_int,
             out: *mut *mut c_void,
             bad: *mut u64,
             err: *mut c_char,
@@ -177,18 +179,20 @@ unsafe impl<P: GpuAffine> Sync for DevicePoints<P> {}
 impl<P: GpuAffine> DevicePoints<P> {
     /// Copies `raw` (uncompressed points as a .params section stores them) to the device
     /// and decodes it there, checking each point as blst does (on the curve, no subgroup
-    /// check). An invalid point fails with its index.
-    pub fn decode(raw: &[u8]) -> Result<Self> {
-        Self::create(raw, false)
+    /// check). An invalid point fails with its index. `pin` page-locks `raw` for the copy
+    /// (`--pin`); if the driver refuses, the copy runs from pageable memory and a warning
+    /// is logged.
+    pub fn decode(raw: &[u8], pin: bool) -> Result<Self> {
+        Self::create(raw, false, pin)
     }
 
     /// [`Self::decode`] with the device code run on the host (tests without a GPU).
     #[doc(hidden)]
     pub fn decode_emulated(raw: &[u8]) -> Result<Self> {
-        Self::create(raw, true)
+        Self::create(raw, true, false)
     }
 
-    fn create(raw: &[u8], emulate: bool) -> Result<Self> {
+    fn create(raw: &[u8], emulate: bool, pin: bool) -> Result<Self> {
         ensure!(
             raw.len() % P::RAW_SIZE == 0,
             "{} bytes are not a whole number of {}-byte {} points",
@@ -201,6 +205,7 @@ impl<P: GpuAffine> DevicePoints<P> {
         {
             let mut set = std::ptr::null_mut();
             let mut bad = u64::MAX;
+            let mut pinned = 0;
             // SAFETY: raw holds n points of RAW_SIZE bytes; the callee writes the set
             // pointer, the bad index and at most errlen bytes of message.
             super::call(|e, l| unsafe {
@@ -209,12 +214,19 @@ impl<P: GpuAffine> DevicePoints<P> {
                     raw.as_ptr() as *const _,
                     n,
                     emulate as i32,
+                    pin as i32,
+                    &mut pinned,
                     &mut set,
                     &mut bad,
                     e,
                     l,
                 )
             })?;
+            if pin && pinned == 0 && n > 0 {
+                log::warn!(
+                    "--pin: could not page-lock the mapped SRS; copying from pageable memory"
+                );
+            }
             Ok(Self {
                 set,
                 len: n,
@@ -224,7 +236,7 @@ impl<P: GpuAffine> DevicePoints<P> {
         }
         #[cfg(not(cuzk_cuda))]
         {
-            let _ = (n, emulate);
+            let _ = (n, emulate, pin);
             bail!(super::NO_CUDA_BUILD)
         }
     }
