@@ -86,7 +86,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             _,
         >>::circuit(
             &self.public_inputs,
-            Default::default(),
+            (),
             &proofs.to_vec(),
             &self.public_params,
             None,

@@ -287,15 +287,13 @@ impl Pce {
                 &self.b_aux_density,
             ] {
                 f.write_all(&(d.len() as u64).to_le_bytes())?;
-                for w in d.words() {
-                    f.write_all(&w.to_le_bytes())?;
-                }
+                write_all(&mut f, d.words())?;
             }
             for m in [&self.a, &self.b, &self.c] {
                 f.write_all(&(m.cols.len() as u64).to_le_bytes())?;
-                write_u64s(&mut f, &m.row_start)?;
-                write_u32s(&mut f, &m.cols)?;
-                write_u32s(&mut f, &m.coeffs)?;
+                write_all(&mut f, &m.row_start)?;
+                write_all(&mut f, &m.cols)?;
+                write_all(&mut f, &m.coeffs)?;
             }
             f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             std::fs::rename(&tmp, path)?;
@@ -317,8 +315,7 @@ impl Pce {
                 &magic == MAGIC,
                 "not a cuzk-prove PCE file (or another version)"
             );
-            let mut u64s = |n: usize| read_u64s(&mut f, n);
-            let h = u64s(4)?;
+            let h: Vec<u64> = read_n(&mut f, 4)?;
             let (inputs, aux, rows, ncoeffs) = (h[0], h[1], h[2], h[3]);
             ensure!(
                 aux < AUX as u64 && inputs < AUX as u64 && ncoeffs <= 1 << 32 && rows < 1 << 40,
@@ -328,26 +325,26 @@ impl Pce {
             for _ in 0..ncoeffs {
                 let mut repr = [0u8; 32];
                 f.read_exact(&mut repr)?;
-                let c: Option<Fr> = Fr::from_repr(repr.into()).into();
+                let c: Option<Fr> = Fr::from_repr(repr).into();
                 coeffs.push(c.context("a coefficient is not a field element")?);
             }
             let mut densities = Vec::new();
             for _ in 0..3 {
-                let len = read_u64s(&mut f, 1)?[0] as usize;
+                let len = read_n::<u64>(&mut f, 1)?[0] as usize;
                 ensure!(
                     len <= aux.max(inputs) as usize,
                     "implausible density length"
                 );
-                let words = read_u64s(&mut f, len.div_ceil(64))?;
+                let words = read_n(&mut f, len.div_ceil(64))?;
                 densities.push(Density::from_words(words, len)?);
             }
             let mut mats = Vec::new();
             for _ in 0..3 {
-                let nnz = read_u64s(&mut f, 1)?[0] as usize;
+                let nnz = read_n::<u64>(&mut f, 1)?[0] as usize;
                 ensure!(nnz < 1 << 40, "implausible term count");
-                let row_start = read_u64s(&mut f, rows as usize + 1)?;
-                let cols = read_u32s(&mut f, nnz)?;
-                let cidx = read_u32s(&mut f, nnz)?;
+                let row_start: Vec<u64> = read_n(&mut f, rows as usize + 1)?;
+                let cols: Vec<u32> = read_n(&mut f, nnz)?;
+                let cidx: Vec<u32> = read_n(&mut f, nnz)?;
                 ensure!(
                     row_start[0] == 0
                         && row_start.windows(2).all(|w| w[0] <= w[1])
@@ -411,48 +408,52 @@ impl Pce {
     }
 }
 
-fn write_u64s(f: &mut impl Write, v: &[u64]) -> std::io::Result<()> {
-    for chunk in v.chunks(1 << 16) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
+/// Fixed-width little-endian integers, for the file's arrays.
+trait Le: Copy {
+    const SIZE: usize;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(b: &[u8]) -> Self;
+}
+
+impl Le for u64 {
+    const SIZE: usize = 8;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u64::from_le_bytes(b.try_into().unwrap())
+    }
+}
+
+impl Le for u32 {
+    const SIZE: usize = 4;
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get(b: &[u8]) -> Self {
+        u32::from_le_bytes(b.try_into().unwrap())
+    }
+}
+
+const ARRAY_CHUNK: usize = 1 << 16;
+
+fn write_all<T: Le>(f: &mut impl Write, v: &[T]) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(ARRAY_CHUNK * T::SIZE);
+    for chunk in v.chunks(ARRAY_CHUNK) {
+        bytes.clear();
+        chunk.iter().for_each(|x| x.put(&mut bytes));
         f.write_all(&bytes)?;
     }
     Ok(())
 }
 
-fn write_u32s(f: &mut impl Write, v: &[u32]) -> std::io::Result<()> {
-    for chunk in v.chunks(1 << 16) {
-        let bytes: Vec<u8> = chunk.iter().flat_map(|x| x.to_le_bytes()).collect();
-        f.write_all(&bytes)?;
-    }
-    Ok(())
-}
-
-fn read_u64s(f: &mut impl Read, n: usize) -> Result<Vec<u64>> {
+fn read_n<T: Le>(f: &mut impl Read, n: usize) -> Result<Vec<T>> {
     let mut out = Vec::with_capacity(n);
-    let mut buf = vec![0u8; 8 << 16];
+    let mut buf = vec![0u8; ARRAY_CHUNK * T::SIZE];
     while out.len() < n {
-        let k = (n - out.len()).min(1 << 16);
-        f.read_exact(&mut buf[..8 * k])?;
-        out.extend(
-            buf[..8 * k]
-                .chunks_exact(8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap())),
-        );
-    }
-    Ok(out)
-}
-
-fn read_u32s(f: &mut impl Read, n: usize) -> Result<Vec<u32>> {
-    let mut out = Vec::with_capacity(n);
-    let mut buf = vec![0u8; 4 << 16];
-    while out.len() < n {
-        let k = (n - out.len()).min(1 << 16);
-        f.read_exact(&mut buf[..4 * k])?;
-        out.extend(
-            buf[..4 * k]
-                .chunks_exact(4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap())),
-        );
+        let k = (n - out.len()).min(ARRAY_CHUNK);
+        f.read_exact(&mut buf[..k * T::SIZE])?;
+        out.extend(buf[..k * T::SIZE].chunks_exact(T::SIZE).map(T::get));
     }
     Ok(out)
 }

@@ -468,9 +468,7 @@ fn tree_levels<Tree: MerkleTreeTrait>(nodes: usize) -> Result<Vec<(usize, usize)
     let top = Tree::TopTreeArity::to_usize();
     let mut base_leaves = nodes;
     for a in [sub, top] {
-        if a > 0 {
-            base_leaves /= a;
-        }
+        base_leaves = base_leaves.checked_div(a).unwrap_or(base_leaves);
     }
     let mut levels = Vec::new();
     let mut n = 1;

@@ -153,15 +153,12 @@ fn lagrange_at(tau: Fr, m: usize) -> Vec<Fr> {
 }
 
 /// Writes `count` then the points `scalar(i)·G` for i < count, uncompressed.
-fn write_section<A: AffinePoint>(
+fn write_section<A: AffinePoint + UncompressedEncoding>(
     table: &FixedBase<A>,
     out: &mut impl Write,
     count: usize,
     scalar: impl Fn(usize) -> Fr + Sync,
-) -> Result<()>
-where
-    A: UncompressedEncoding,
-{
+) -> Result<()> {
     out.write_all(&(count as u32).to_be_bytes())?;
     const CHUNK: usize = 1 << 16;
     for start in (0..count).step_by(CHUNK) {
