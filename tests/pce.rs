@@ -68,6 +68,12 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
         err.contains("is unreadable (delete it to record anew)"),
         "{err}"
     );
+    // A header claiming 2^40 rows: refused before anything that size is allocated.
+    let mut b = bytes.clone();
+    b[8 + 16..8 + 24].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&bad, &b).unwrap();
+    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
+    assert!(err.contains("implausible header"), "{err}");
     let mut b = bytes.clone();
     b[0] ^= 1;
     std::fs::write(&bad, &b).unwrap();

@@ -308,7 +308,14 @@ impl Pce {
     /// Reads a recording written by [`Self::save`].
     pub fn load(path: &Path) -> Result<Self> {
         let read = || -> Result<Self> {
-            let mut f = BufReader::with_capacity(1 << 22, std::fs::File::open(path)?);
+            let file = std::fs::File::open(path)?;
+            // Every count read below is held against the file's size before anything of
+            // that size is allocated: a damaged header gives an error, not an abort.
+            let size = file.metadata()?.len();
+            let fits = |count: u64, bytes_each: u64| {
+                count.checked_mul(bytes_each).is_some_and(|b| b <= size)
+            };
+            let mut f = BufReader::with_capacity(1 << 22, file);
             let mut magic = [0u8; 8];
             f.read_exact(&mut magic)?;
             ensure!(
@@ -318,7 +325,10 @@ impl Pce {
             let h: Vec<u64> = read_n(&mut f, 4)?;
             let (inputs, aux, rows, ncoeffs) = (h[0], h[1], h[2], h[3]);
             ensure!(
-                aux < AUX as u64 && inputs < AUX as u64 && ncoeffs <= 1 << 32 && rows < 1 << 40,
+                aux < AUX as u64
+                    && inputs < AUX as u64
+                    && fits(ncoeffs, 32)
+                    && fits(rows.saturating_add(1), 24),
                 "implausible header"
             );
             let mut coeffs = Vec::with_capacity(ncoeffs as usize);
@@ -332,7 +342,7 @@ impl Pce {
             for _ in 0..3 {
                 let len = read_n::<u64>(&mut f, 1)?[0] as usize;
                 ensure!(
-                    len <= aux.max(inputs) as usize,
+                    len <= aux.max(inputs) as usize && fits(len as u64, 1),
                     "implausible density length"
                 );
                 let words = read_n(&mut f, len.div_ceil(64))?;
@@ -341,7 +351,7 @@ impl Pce {
             let mut mats = Vec::new();
             for _ in 0..3 {
                 let nnz = read_n::<u64>(&mut f, 1)?[0] as usize;
-                ensure!(nnz < 1 << 40, "implausible term count");
+                ensure!(fits(nnz as u64, 8), "implausible term count");
                 let row_start: Vec<u64> = read_n(&mut f, rows as usize + 1)?;
                 let cols: Vec<u32> = read_n(&mut f, nnz)?;
                 let cidx: Vec<u32> = read_n(&mut f, nnz)?;
