@@ -34,8 +34,10 @@ pack() {
 
 setup() {
     mkdir -p "$B" && tar xzf .gpu/bins.tgz -C "$B"
-    # Test binaries look for fixtures under the build machine's CARGO_MANIFEST_DIR.
+    # Test binaries look for fixtures, and for the cuzk-prove they spawn, under the build
+    # machine's CARGO_MANIFEST_DIR (/work/main).
     mkdir -p /work && { [ -e /work/main ] || ln -s "$PWD" /work/main; }
+    mkdir -p target/release && cp "$B/cuzk-prove" target/release/cuzk-prove
     export CUZK_TEST_PARAMS=$PWD/target/test-params
     mkdir -p "$CUZK_TEST_PARAMS"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
