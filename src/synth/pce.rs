@@ -425,25 +425,20 @@ trait Le: Copy {
     fn get(b: &[u8]) -> Self;
 }
 
-impl Le for u64 {
-    const SIZE: usize = 8;
-    fn put(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn get(b: &[u8]) -> Self {
-        u64::from_le_bytes(b.try_into().unwrap())
-    }
+macro_rules! le {
+    ($($t:ty),*) => {$(
+        impl Le for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(b: &[u8]) -> Self {
+                <$t>::from_le_bytes(b.try_into().unwrap())
+            }
+        }
+    )*};
 }
-
-impl Le for u32 {
-    const SIZE: usize = 4;
-    fn put(self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.to_le_bytes());
-    }
-    fn get(b: &[u8]) -> Self {
-        u32::from_le_bytes(b.try_into().unwrap())
-    }
-}
+le!(u32, u64);
 
 const ARRAY_CHUNK: usize = 1 << 16;
 

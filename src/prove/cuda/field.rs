@@ -7,6 +7,15 @@ use blst::{blst_fp, blst_fp2};
 #[cfg(cuzk_cuda)]
 mod ffi {
     use std::os::raw::{c_char, c_int, c_void};
+    pub type OpsFn = unsafe extern "C" fn(
+        a: *const c_void,
+        b: *const c_void,
+        out: *mut c_void,
+        n: usize,
+        emulate: c_int,
+        err: *mut c_char,
+        errlen: usize,
+    ) -> c_int;
     extern "C" {
         pub fn cuzk_fp_ops(
             a: *const c_void,
@@ -39,6 +48,7 @@ pub struct FieldOps<T> {
 }
 
 impl<T> FieldOps<T> {
+    #[cfg_attr(not(cuzk_cuda), allow(dead_code))]
     fn split(mut out: Vec<T>, n: usize) -> Self {
         let neg = out.split_off(4 * n);
         let sub = out.split_off(3 * n);
@@ -54,18 +64,36 @@ impl<T> FieldOps<T> {
     }
 }
 
-/// a·b, a², a+b, a−b, −a over Fp (Montgomery, blst layout) on the GPU, or with `emulate`
-/// the same device code run on the host.
-#[doc(hidden)]
-pub fn fp_ops(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<blst_fp>> {
-    ensure!(a.len() == b.len(), "fp_ops: lengths differ");
+/// The two base-field element types the kernels serve (blst layouts: Fp six u64 limbs,
+/// Fp2 two of them), each with its element-wise entry point.
+trait DeviceField: Copy + Default {
+    const NAME: &'static str;
+    #[cfg(cuzk_cuda)]
+    const FFI: ffi::OpsFn;
+}
+
+impl DeviceField for blst_fp {
+    const NAME: &'static str = "fp_ops";
+    #[cfg(cuzk_cuda)]
+    const FFI: ffi::OpsFn = ffi::cuzk_fp_ops;
+}
+
+impl DeviceField for blst_fp2 {
+    const NAME: &'static str = "fp2_ops";
+    #[cfg(cuzk_cuda)]
+    const FFI: ffi::OpsFn = ffi::cuzk_fp2_ops;
+}
+
+fn ops<T: DeviceField>(a: &[T], b: &[T], emulate: bool) -> Result<FieldOps<T>> {
+    ensure!(a.len() == b.len(), "{}: lengths differ", T::NAME);
     #[cfg(cuzk_cuda)]
     {
         let n = a.len();
-        let mut out = vec![blst_fp::default(); 5 * n];
-        // SAFETY: blst_fp is six u64 limbs, the device's Fp; a and b hold n elements, out 5n.
+        let mut out = vec![T::default(); 5 * n];
+        // SAFETY: T is blst_fp or blst_fp2 (DeviceField is private), the device's Fp /
+        // Fp2 layout; a and b hold n elements, out 5n.
         super::call(|e, l| unsafe {
-            ffi::cuzk_fp_ops(
+            T::FFI(
                 a.as_ptr() as *const _,
                 b.as_ptr() as *const _,
                 out.as_mut_ptr() as *mut _,
@@ -84,31 +112,15 @@ pub fn fp_ops(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<bl
     }
 }
 
+/// a·b, a², a+b, a−b, −a over Fp (Montgomery, blst layout) on the GPU, or with `emulate`
+/// the same device code run on the host.
+#[doc(hidden)]
+pub fn fp_ops(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<blst_fp>> {
+    ops(a, b, emulate)
+}
+
 /// [`fp_ops`] over Fp2.
 #[doc(hidden)]
 pub fn fp2_ops(a: &[blst_fp2], b: &[blst_fp2], emulate: bool) -> Result<FieldOps<blst_fp2>> {
-    ensure!(a.len() == b.len(), "fp2_ops: lengths differ");
-    #[cfg(cuzk_cuda)]
-    {
-        let n = a.len();
-        let mut out = vec![blst_fp2::default(); 5 * n];
-        // SAFETY: blst_fp2 is two blst_fp (c0, c1), the device's Fp2; sizes as above.
-        super::call(|e, l| unsafe {
-            ffi::cuzk_fp2_ops(
-                a.as_ptr() as *const _,
-                b.as_ptr() as *const _,
-                out.as_mut_ptr() as *mut _,
-                n,
-                emulate as i32,
-                e,
-                l,
-            )
-        })?;
-        Ok(FieldOps::split(out, n))
-    }
-    #[cfg(not(cuzk_cuda))]
-    {
-        let _ = emulate;
-        anyhow::bail!(super::NO_CUDA_BUILD)
-    }
+    ops(a, b, emulate)
 }

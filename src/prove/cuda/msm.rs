@@ -256,21 +256,25 @@ impl<P: GpuAffine> DevicePoints<P> {
             "points {range:?} of a set of {}",
             self.len
         );
-        let mut out = vec![P::default(); range.len()];
         #[cfg(cuzk_cuda)]
-        // SAFETY: P is #[repr(transparent)] over blst's affine type, the device layout;
-        // out holds range.len() of them.
-        super::call(|e, l| unsafe {
-            ffi::cuzk_points_read(
-                self.set,
-                range.start,
-                range.len(),
-                out.as_mut_ptr() as *mut _,
-                e,
-                l,
-            )
-        })?;
-        Ok(out)
+        {
+            let mut out = vec![P::default(); range.len()];
+            // SAFETY: P is #[repr(transparent)] over blst's affine type, the device layout;
+            // out holds range.len() of them.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_points_read(
+                    self.set,
+                    range.start,
+                    range.len(),
+                    out.as_mut_ptr() as *mut _,
+                    e,
+                    l,
+                )
+            })?;
+            Ok(out)
+        }
+        #[cfg(not(cuzk_cuda))]
+        bail!(super::NO_CUDA_BUILD)
     }
 }
 

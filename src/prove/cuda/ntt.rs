@@ -76,7 +76,8 @@ fn pow_table(x: Fr, scale: Fr, log_m: u32, l: u32) -> (Vec<Fr>, Vec<Fr>) {
     (lo, hi)
 }
 
-/// The four tables in the order ntt.cu reads them.
+/// The four tables in the order ntt.cu reads them (only the CUDA build reads them).
+#[cfg_attr(not(cuzk_cuda), allow(dead_code))]
 struct Tables {
     lo: Vec<Vec<Fr>>,
     hi: Vec<Vec<Fr>>,
