@@ -71,6 +71,18 @@ __global__ void for_each_kernel(size_t n, Fn fn) {
     if (i < n) fn(i);
 }
 
+// The same with a register budget: at most HEAVY_THREADS per block and at least MIN_BLOCKS
+// resident per SM, so ptxas keeps each thread within 65536 / (HEAVY_THREADS·MIN_BLOCKS)
+// registers. For the curve-arithmetic kernels, whose long carry chains need several warps
+// per scheduler to hide their latency; each functor names its MIN_BLOCKS (more warps
+// against more spilling, chosen by measurement: docs/PERF.md).
+constexpr unsigned HEAVY_THREADS = 128;
+template <class Fn, int MIN_BLOCKS>
+__global__ void __launch_bounds__(HEAVY_THREADS, MIN_BLOCKS) for_each_heavy(size_t n, Fn fn) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) fn(i);
+}
+
 struct DeviceExec {
     template <class T>
     using Buf = DevBuf<T>;
@@ -111,6 +123,25 @@ struct DeviceExec {
         if (e != cudaSuccess) {
             snprintf(err, errlen, "kernel %s (%zu threads, %u per block) failed to launch: %s",
                      what, n, threads, cudaGetErrorString(e));
+            return (int)e;
+        }
+        return 0;
+    }
+
+    // launch() for the curve-arithmetic kernels (see for_each_heavy): Fn::MIN_BLOCKS.
+    template <class Fn>
+    int launch_heavy(size_t n, const Fn& fn, const char* what) {
+        if (n == 0) return 0;
+        const size_t blocks = (n + HEAVY_THREADS - 1) / HEAVY_THREADS;
+        if (blocks > 0x7fffffffull) {
+            snprintf(err, errlen, "kernel %s: %zu threads is too many for one grid", what, n);
+            return -1;
+        }
+        for_each_heavy<Fn, Fn::MIN_BLOCKS><<<(unsigned)blocks, HEAVY_THREADS>>>(n, fn);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "kernel %s (%zu threads, %u per block) failed to launch: %s",
+                     what, n, HEAVY_THREADS, cudaGetErrorString(e));
             return (int)e;
         }
         return 0;
@@ -204,6 +235,10 @@ struct HostExec {
     int launch(size_t n, const Fn& fn, const char*, unsigned = 0) {
         for (size_t i = 0; i < n; ++i) fn(i);
         return 0;
+    }
+    template <class Fn>
+    int launch_heavy(size_t n, const Fn& fn, const char* what) {
+        return launch(n, fn, what);
     }
     int sync(const char*) { return 0; }
     template <class T>

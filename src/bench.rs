@@ -1,9 +1,11 @@
 //! `cuzk-prove bench-gpu`: kernel benchmarks on the GPU, each size warmed up once and then
 //! timed `--runs` times, median reported. G1 MSM over random scalars and over witness-like
 //! ones (mostly 0 and 1, as PoRep's are) with the split on and off, G2 MSM, the NTT, and
-//! the quotient H. MSM times are wall clock around one call and include copying points
-//! and scalars from (pageable) host memory to the device; NTT times are the kernels'
-//! (CUDA events).
+//! the quotient H. MSM times are wall clock around one call: "host points" rows include
+//! copying the points and scalars from (pageable) host memory to the device, as a
+//! one-off MSM library call would; "resident" rows use points decoded on the device
+//! beforehand, as the prover's SRS is, and include only the scalars' copy. NTT times are
+//! the kernels' (CUDA events).
 //!
 //! The inputs generators are shared with the tests (tests/cuda_msm.rs).
 
@@ -12,7 +14,8 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use ff::Field;
-use group::{Curve, Group};
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group, UncompressedEncoding};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
@@ -81,6 +84,8 @@ pub struct Options {
     /// Witness-like scalars: percent zeros and ones.
     pub zeros: u32,
     pub ones: u32,
+    /// Pippenger window bits for every MSM, 0 for automatic.
+    pub window: usize,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -105,6 +110,18 @@ fn wall(f: impl FnOnce() -> Result<()>) -> Result<f64> {
     let t = Instant::now();
     f()?;
     Ok(t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// The points decoded into device memory, as the prover holds its SRS.
+fn resident<A>(points: &[A]) -> Result<cuda::DevicePoints<A>>
+where
+    A: cuda::GpuAffine + UncompressedEncoding + PrimeCurveAffine + Sync,
+{
+    let raw: Vec<u8> = points
+        .par_iter()
+        .flat_map_iter(|p| p.to_uncompressed().as_ref().to_vec())
+        .collect();
+    cuda::DevicePoints::decode(&raw, false)
 }
 
 /// Runs every benchmark, printing each row as it completes.
@@ -149,40 +166,52 @@ pub fn run(o: &Options) -> Result<Vec<Row>> {
         t.elapsed().as_secs_f64()
     );
     let (plain, split) = (
-        Msm::default(),
         Msm {
-            window: 0,
+            window: o.window,
+            split: false,
+        },
+        Msm {
+            window: o.window,
             split: true,
         },
     );
+    let d1 = resident(&p1)?;
     for log in logs(o.max_log) {
         let n = 1usize << log;
         let (p, f, w) = (&p1[..n], &full[..n], &wit[..n]);
         let r = time(o.runs, || wall(|| cuda::msm_g1(p, f, plain).map(drop)))?;
-        push("msm_g1 random".into(), log, r);
-        let r = time(o.runs, || wall(|| cuda::msm_g1(p, w, plain).map(drop)))?;
+        push("msm_g1 random, host points".into(), log, r);
+        let on_device = |s: &[Fr], cfg: Msm| {
+            wall(|| cuda::msm_points(cuda::Points::Device(&d1, 0), s, cfg).map(drop))
+        };
+        let r = time(o.runs, || on_device(f, plain))?;
+        push("msm_g1 random, resident".into(), log, r);
+        let r = time(o.runs, || on_device(w, plain))?;
         push(
-            format!("msm_g1 witness {}/{} split off", o.zeros, o.ones),
+            format!("msm_g1 witness {}/{} split off, res.", o.zeros, o.ones),
             log,
             r,
         );
-        let r = time(o.runs, || wall(|| cuda::msm_g1(p, w, split).map(drop)))?;
+        let r = time(o.runs, || on_device(w, split))?;
         push(
-            format!("msm_g1 witness {}/{} split on", o.zeros, o.ones),
+            format!("msm_g1 witness {}/{} split on, res.", o.zeros, o.ones),
             log,
             r,
         );
     }
-    drop((p1, wit));
+    drop((p1, wit, d1));
 
     let p2 = points::<G2Projective>(1usize << o.g2_max_log, 4);
+    let d2 = resident(&p2)?;
     for log in logs(o.g2_max_log) {
         let n = 1usize << log;
-        let (p, f) = (&p2[..n], &full[..n]);
-        let r = time(o.runs, || wall(|| cuda::msm_g2(p, f, plain).map(drop)))?;
-        push("msm_g2 random".into(), log, r);
+        let f = &full[..n];
+        let r = time(o.runs, || {
+            wall(|| cuda::msm_points(cuda::Points::Device(&d2, 0), f, plain).map(drop))
+        })?;
+        push("msm_g2 random, resident".into(), log, r);
     }
-    drop(p2);
+    drop((p2, d2));
 
     for log in logs(o.max_log) {
         let mut x = full[..1usize << log].to_vec();

@@ -127,6 +127,9 @@ pub enum Command {
         /// Witness-like scalars: percent equal to 1 (default: PoRep's aux, 47 %).
         #[arg(long, value_name = "PCT", default_value_t = 47)]
         ones: u32,
+        /// Pippenger window bits for every MSM row, or auto (chosen from the size).
+        #[arg(long, value_name = "auto|N", default_value = "auto")]
+        msm_window: String,
         /// Also write the rows as JSON to FILE.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
@@ -237,8 +240,9 @@ pub struct ProveArgs {
     pub srs_decode: SrsDecode,
 
     /// Page-lock each mapped SRS section while the CUDA backend copies it to the GPU
-    /// (faster DMA, no staging copy; costs the page-locking).
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
+    /// (faster DMA, no staging copy; costs the page-locking; falls back to pageable
+    /// copies with a warning when the system refuses).
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub pin: Switch,
 
     /// Threads for synthesis (default: all cores).
@@ -350,7 +354,7 @@ impl Config {
             split_msm: true,
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
-            pin: false,
+            pin: true,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             pce: false,
@@ -380,13 +384,7 @@ impl TryFrom<ProveArgs> for Config {
         if a.max_circuits == Some(0) {
             bail!("--max-circuits must be at least 1");
         }
-        let msm_window = match a.msm_window.as_str() {
-            "auto" => 0,
-            w => match w.parse::<usize>() {
-                Ok(n) if (1..=24).contains(&n) => n,
-                _ => bail!("--msm-window must be auto or a number of bits from 1 to 24, got '{w}'"),
-            },
-        };
+        let msm_window = parse_msm_window(&a.msm_window)?;
         if a.sector_num.is_some() && a.miner_id.is_none() {
             bail!("--sector-num needs --miner-id for the replica_id check");
         }
@@ -431,6 +429,17 @@ pub fn manpage() -> Result<String> {
     Ok(String::from_utf8(out)?)
 }
 
+/// `--msm-window auto|N`: 0 for auto.
+pub fn parse_msm_window(w: &str) -> Result<usize> {
+    match w {
+        "auto" => Ok(0),
+        w => match w.parse::<usize>() {
+            Ok(n) if (1..=24).contains(&n) => Ok(n),
+            _ => bail!("--msm-window must be auto or a number of bits from 1 to 24, got '{w}'"),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,7 +454,8 @@ mod tests {
     fn gpu_flags() {
         let c = config(&[]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
-        assert_eq!(c.srs_decode, SrsDecode::Gpu);
+        assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, true));
+        assert!(!config(&["--pin", "off"]).unwrap().pin);
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));
         assert_eq!(

@@ -143,6 +143,7 @@ fn real_main(cli: Cli) -> Result<()> {
             gpu,
             zeros,
             ones,
+            msm_window,
             json,
         }) => {
             if let Some(j) = &json {
@@ -156,6 +157,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 gpu,
                 zeros,
                 ones,
+                window: cuzk_prove::cli::parse_msm_window(&msm_window)?,
             })?;
             if let Some(j) = &json {
                 output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;

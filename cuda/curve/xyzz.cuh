@@ -160,7 +160,9 @@ CUZK_HD_CALL XYZZ<F> padd(const XYZZ<F>& p, const XYZZ<F>& q) {
 template <class F>
 CUZK_HD XYZZ<F> pmul_small(const XYZZ<F>& p, uint32_t k) {
     XYZZ<F> acc = xyzz_inf<F>();
-    for (int bit = 31; bit >= 0; --bit) {
+    int top = 31;
+    while (top >= 0 && !((k >> top) & 1)) --top;
+    for (int bit = top; bit >= 0; --bit) {
         acc = pdbl(acc);
         if ((k >> bit) & 1) acc = padd(acc, p);
     }

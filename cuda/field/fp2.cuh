@@ -23,7 +23,7 @@ CUZK_HD Fp2 neg(const Fp2& a) { return {neg(a.c0), neg(a.c1)}; }
 
 // Karatsuba: (a0 + a1u)(b0 + b1u) = (a0b0 − a1b1) + ((a0 + a1)(b0 + b1) − a0b0 − a1b1)u,
 // three Fp products instead of four.
-CUZK_HD_CALL Fp2 mul(const Fp2& a, const Fp2& b) {
+CUZK_HD_OUTLINE Fp2 mul(const Fp2& a, const Fp2& b) {
     const Fp v0 = mul(a.c0, b.c0);
     const Fp v1 = mul(a.c1, b.c1);
     const Fp s = mul(add(a.c0, a.c1), add(b.c0, b.c1));
@@ -31,7 +31,7 @@ CUZK_HD_CALL Fp2 mul(const Fp2& a, const Fp2& b) {
 }
 
 // (a0 + a1u)² = (a0 + a1)(a0 − a1) + 2a0a1·u, two Fp products.
-CUZK_HD_CALL Fp2 sqr(const Fp2& a) {
+CUZK_HD_OUTLINE Fp2 sqr(const Fp2& a) {
     const Fp t = mul(a.c0, a.c1);
     return {mul(add(a.c0, a.c1), sub(a.c0, a.c1)), dbl(t)};
 }

@@ -21,9 +21,13 @@
 
 #ifndef CUZK_HD
 #define CUZK_HD __host__ __device__ __forceinline__
-// Large bodies (field products, curve additions) stay out of line: inlining them all into
-// the MSM kernels multiplies code size, compile time and register spills.
-#define CUZK_HD_CALL inline __host__ __device__ __noinline__
+// Curve additions: inlined. An out-of-line call passes its points through the stack
+// (local memory), and ptxas may give the callee up to 255 registers, so the kernel could
+// not be held to a register budget that keeps enough warps per SM.
+#define CUZK_HD_CALL CUZK_HD
+// Fp2 products stay out of line: inlined into the G2 additions they make functions so
+// large that nvcc's optimiser needs tens of minutes per kernel.
+#define CUZK_HD_OUTLINE inline __host__ __device__ __noinline__
 #endif
 
 // Unrolled in device code (limb indices become constants, so limbs stay in registers);
@@ -113,10 +117,27 @@ CUZK_UNROLL
 
 // Montgomery product a·b·R⁻¹ mod p (CIOS, carry.cuh).
 template <class P>
-CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
+CUZK_HD Mont<P> mul_inline(const Mont<P>& a, const Mont<P>& b) {
     Mont<P> r;
     carry::mul<P>(a.l, b.l, r.l);
     return r;
+}
+
+// Fp's product is ~1,300 SASS instructions; inlined ten times into a curve addition it
+// makes the MSM's inner loop ~350 KB of code, and the warps then stall mostly on
+// instruction fetch (ncu, docs/PERF.md). One out-of-line copy, arguments and result by
+// value (in registers), keeps the loop in the instruction cache. Fr's (NTT) stays inline.
+template <class P>
+__device__ __noinline__ Mont<P> mul_call(Mont<P> a, Mont<P> b) {
+    return mul_inline(a, b);
+}
+
+template <class P>
+CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
+#ifdef __CUDA_ARCH__
+    if constexpr (P::N >= 6) return mul_call(a, b);
+#endif
+    return mul_inline(a, b);
 }
 
 template <class P>

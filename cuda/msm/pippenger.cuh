@@ -41,7 +41,11 @@
 namespace cuzk {
 namespace msm {
 
-constexpr uint32_t SEG = 32;    // entries summed by one thread in the bucket reduction
+// Entries summed by one thread in the bucket reduction: points at the first level, where
+// long runs amortise a thread's start; partial sums at later levels, where the runs are
+// short and a long serial chain per thread would leave the GPU idle.
+constexpr uint32_t SEG = 32;
+constexpr uint32_t SEG_PARTIALS = 4;
 constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window reduction
 constexpr uint32_t NEG_FLAG = 0x80000000u;
 constexpr unsigned MAX_C = 24;
@@ -49,14 +53,15 @@ constexpr unsigned MAX_WINDOWS = 256;  // c = 1
 
 CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
 
-// Window size minimising (windows) × (additions per window): n mixed additions into the
-// buckets plus ~2 additions per bucket for the running sum (weighted ×1.5: an XYZZ+XYZZ
-// addition costs more than a mixed one).
+// Window size minimising (windows) × (work per window): n mixed additions into the
+// buckets plus, per bucket, the running sum's two full additions, the gathering and the
+// partial-sum levels, weighted 12 mixed additions each: fitted to the H200 (G1, random
+// scalars, 2^22..2^24: c = 16 beat the c = 20 a weight of 3 chose by 1.4×; docs/PERF.md).
 inline unsigned auto_window(size_t n) {
     unsigned best = 1;
     double best_cost = 1e300;
     for (unsigned c = 1; c <= 20; ++c) {
-        const double cost = windows_for(c) * ((double)n + 3.0 * (double)(1u << (c - 1)));
+        const double cost = windows_for(c) * ((double)n + 12.0 * (double)(1u << (c - 1)));
         if (cost < best_cost) {
             best_cost = cost;
             best = c;
@@ -185,7 +190,8 @@ struct CountFn {
 struct SegCountFn {
     const uint32_t* cnt;
     uint32_t* segs;
-    CUZK_HD void operator()(size_t g) const { segs[g] = (cnt[g] + SEG - 1) / SEG; }
+    uint32_t seg;
+    CUZK_HD void operator()(size_t g) const { segs[g] = (cnt[g] + seg - 1) / seg; }
 };
 
 // Group owning segment s: the largest g with seg_off[g] ≤ s. It is never an empty group:
@@ -207,16 +213,19 @@ struct Segment {
     uint32_t lo, hi;
 };
 CUZK_HD Segment segment_of(const uint32_t* seg_off, const uint32_t* first, const uint32_t* cnt,
-                           uint32_t groups, uint32_t s) {
+                           uint32_t groups, uint32_t seg, uint32_t s) {
     const uint32_t g = group_of(seg_off, groups, s);
-    const uint32_t lo = first[g] + (s - seg_off[g]) * SEG;
+    const uint32_t lo = first[g] + (s - seg_off[g]) * seg;
     const uint32_t end = first[g] + cnt[g];
-    return {lo, lo + SEG < end ? lo + SEG : end};
+    return {lo, lo + seg < end ? lo + seg : end};
 }
 
 // First level: sums a segment of signed points (sorted values) with mixed additions.
 template <class F>
 struct SumPointsFn {
+    // G1: 128 registers (4 blocks of 128 threads per SM) spill a little and win; G2's
+    // state is twice as large.
+    static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 2 : 4;
     const uint32_t* seg_off;
     const uint32_t* first;
     const uint32_t* cnt;
@@ -225,13 +234,25 @@ struct SumPointsFn {
     const Affine<F>* points;
     XYZZ<F>* out;
     CUZK_HD void operator()(size_t s) const {
-        const Segment seg = segment_of(seg_off, first, cnt, groups, (uint32_t)s);
+        const Segment seg = segment_of(seg_off, first, cnt, groups, SEG, (uint32_t)s);
         uint32_t v = vals[seg.lo];
         XYZZ<F> acc = to_xyzz(points[v & ~NEG_FLAG], (v & NEG_FLAG) != 0);
-        for (uint32_t e = seg.lo + 1; e < seg.hi; ++e) {
+        // The next point is loaded before the current addition, so its (random-access)
+        // load overlaps the arithmetic instead of stalling the loop.
+        uint32_t e = seg.lo + 1;
+        Affine<F> next;
+        if (e < seg.hi) {
             v = vals[e];
-            Affine<F> a = points[v & ~NEG_FLAG];
-            if (v & NEG_FLAG) a.y = neg(a.y);  // (0, 0), infinity, stays itself
+            next = points[v & ~NEG_FLAG];
+        }
+        for (; e < seg.hi; ++e) {
+            Affine<F> a = next;
+            const bool negate = (v & NEG_FLAG) != 0;
+            if (e + 1 < seg.hi) {
+                v = vals[e + 1];
+                next = points[v & ~NEG_FLAG];
+            }
+            if (negate) a.y = neg(a.y);  // (0, 0), infinity, stays itself
             acc = padd_affine(acc, a);
         }
         out[s] = acc;
@@ -241,6 +262,8 @@ struct SumPointsFn {
 // Later levels: sums a segment of partial sums.
 template <class F>
 struct SumPartialsFn {
+    // XYZZ + XYZZ needs more live values than the mixed addition: 168 registers for G1.
+    static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 2 : 3;
     const uint32_t* seg_off;
     const uint32_t* first;
     const uint32_t* cnt;
@@ -248,7 +271,7 @@ struct SumPartialsFn {
     const XYZZ<F>* in;
     XYZZ<F>* out;
     CUZK_HD void operator()(size_t s) const {
-        const Segment seg = segment_of(seg_off, first, cnt, groups, (uint32_t)s);
+        const Segment seg = segment_of(seg_off, first, cnt, groups, SEG_PARTIALS, (uint32_t)s);
         XYZZ<F> acc = in[seg.lo];
         for (uint32_t e = seg.lo + 1; e < seg.hi; ++e) acc = padd(acc, in[e]);
         out[s] = acc;
@@ -271,6 +294,9 @@ struct GatherFn {
 // chunk's buckets (top down) plus tM times the chunk's plain sum.
 template <class F>
 struct ChunkFn {
+    // Three points live across the loop (running, acc, the bucket): 128 registers spill
+    // kilobytes.
+    static constexpr int MIN_BLOCKS = 2;
     const XYZZ<F>* buckets;
     XYZZ<F>* out;
     uint32_t per_window;  // B
@@ -317,11 +343,11 @@ struct Pippenger {
     size_t errlen;
 
     // Segments of each group (cnt → segs, seg_off) and their total.
-    int segment(const Buf<uint32_t>& cnt, uint32_t groups, Buf<uint32_t>& segs,
+    int segment(const Buf<uint32_t>& cnt, uint32_t groups, uint32_t seg, Buf<uint32_t>& segs,
                 Buf<uint32_t>& seg_off, uint32_t* total) {
         CUZK_RC(ex.alloc(segs, groups, "segments per group"));
         CUZK_RC(ex.alloc(seg_off, groups, "segment offsets"));
-        CUZK_RC(ex.launch(groups, SegCountFn{cnt.ptr, segs.ptr}, "segment count", 256));
+        CUZK_RC(ex.launch(groups, SegCountFn{cnt.ptr, segs.ptr, seg}, "segment count", 256));
         CUZK_RC(ex.exclusive_sum(segs.ptr, seg_off.ptr, groups));
         uint32_t last[2];
         CUZK_RC(ex.download(&last[0], seg_off.ptr + groups - 1, 1));
@@ -331,23 +357,23 @@ struct Pippenger {
     }
 
     // Reduces each group (elements [first[g], first[g] + cnt[g]) of `elems`) to at most one
-    // element, SEG elements per thread per level; max_cnt bounds the largest group.
+    // element, SEG_PARTIALS elements per thread per level; max_cnt bounds the largest group.
     int reduce_groups(Buf<XYZZ<F>>& elems, Buf<uint32_t>& first, Buf<uint32_t>& cnt,
                       uint32_t groups, uint32_t max_cnt) {
         while (max_cnt > 1) {
             Buf<uint32_t> segs, seg_off;
             uint32_t total;
-            CUZK_RC(segment(cnt, groups, segs, seg_off, &total));
+            CUZK_RC(segment(cnt, groups, SEG_PARTIALS, segs, seg_off, &total));
             Buf<XYZZ<F>> out;
             CUZK_RC(ex.alloc(out, total, "partial sums"));
-            CUZK_RC(ex.launch(total,
+            CUZK_RC(ex.launch_heavy(total,
                               SumPartialsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups,
                                                elems.ptr, out.ptr},
                               "sum partials"));
             elems.swap(out);
             first.swap(seg_off);
             cnt.swap(segs);
-            max_cnt = (max_cnt + SEG - 1) / SEG;
+            max_cnt = (max_cnt + SEG_PARTIALS - 1) / SEG_PARTIALS;
         }
         return 0;
     }
@@ -393,10 +419,10 @@ struct Pippenger {
         CUZK_RC(ex.alloc(first, 1, "ones group"));
         CUZK_RC(ex.alloc(cnt, 1, "ones group size"));
         CUZK_RC(ex.launch(1, OneGroupFn{(uint32_t)*n_ones, first.ptr, cnt.ptr}, "ones group"));
-        CUZK_RC(segment(cnt, 1, segs, seg_off, &total));
+        CUZK_RC(segment(cnt, 1, SEG, segs, seg_off, &total));
         Buf<XYZZ<F>> partial;
         CUZK_RC(ex.alloc(partial, total, "partial sums of ones"));
-        CUZK_RC(ex.launch(total,
+        CUZK_RC(ex.launch_heavy(total,
                           SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr, points,
                                          partial.ptr},
                           "batch addition of ones"));
@@ -537,9 +563,9 @@ struct Pippenger {
         {
             Buf<uint32_t> segs, seg_off;
             uint32_t total;
-            CUZK_RC(segment(cnt, groups, segs, seg_off, &total));
+            CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
             CUZK_RC(ex.alloc(sums, total, "bucket partial sums"));
-            CUZK_RC(ex.launch(total,
+            CUZK_RC(ex.launch_heavy(total,
                               SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals.ptr,
                                              points, sums.ptr},
                               "bucket accumulation"));
@@ -560,7 +586,7 @@ struct Pippenger {
         const uint32_t chunks = per_window / chunk;
         Buf<XYZZ<F>> parts;
         CUZK_RC(ex.alloc(parts, (size_t)windows * chunks, "window chunk sums"));
-        CUZK_RC(ex.launch((size_t)windows * chunks,
+        CUZK_RC(ex.launch_heavy((size_t)windows * chunks,
                           ChunkFn<F>{buckets.ptr, parts.ptr, per_window, chunk, chunks},
                           "bucket running sums"));
         buckets.reset();
