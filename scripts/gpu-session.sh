@@ -12,13 +12,19 @@
 #   scripts/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
 #   scripts/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
 #
-# Logs go to $OUT (or ./gpu-out). The test parameters are generated on the host with the
-# carried cuzk-prove (gen-params, seed 0, as the tests do).
+# Logs are written to a scratch folder and come back as one archive, $OUT/logs.tgz (the
+# device tool returns only a few files per call), with the summary also on stdout. The
+# test parameters are generated on the host with the carried cuzk-prove (gen-params,
+# seed 0, as the tests do).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
+FINAL=${OUT:-$PWD/gpu-out}
+OUT=$(mktemp -d)
 B=${BINS:-/tmp/cuzk-bins}
-mkdir -p "$OUT"
+if [ "${1:-}" != pack ]; then
+    mkdir -p "$FINAL"
+    trap 'cat "$OUT/summary.txt" 2>/dev/null; tar czf "$FINAL/logs.tgz" -C "$OUT" .' EXIT
+fi
 
 pack() {
     local tmp; tmp=$(mktemp -d)
@@ -65,13 +71,14 @@ check)
 bench)
     setup
     run bench-gpu "$B/cuzk-prove" bench-gpu --max-log 24 --g2-max-log 22 --runs 5 --json "$OUT/bench-gpu.json"
+    run bench-gpu-26 "$B/cuzk-prove" bench-gpu --min-log 26 --max-log 26 --g2-max-log 22 --runs 3
     [ -x "$B/sppark-vs-cuzk" ] &&
         run sppark "$B/sppark-vs-cuzk" --max-log 24 --runs 5 --pin --json "$OUT/sppark.json"
     ;;
 e2e)
     setup
     for sz in 2kib 8mib; do
-        for v in "" "--split-msm off" "--srs-decode cpu" "--b-g2 cpu" "--device cpu"; do
+        for v in "" "--split-msm off" "--srs-decode cpu" "--b-g2 cpu" "--pin off" "--device cpu"; do
             for i in 1 2 3; do
                 echo "== $sz [$v] run $i" >> "$OUT/e2e.log"
                 # shellcheck disable=SC2086
