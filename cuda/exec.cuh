@@ -109,16 +109,19 @@ struct DeviceExec {
         return 0;
     }
 
-    // Runs fn(i) for i in [0, n), `threads` per block.
-    template <class Fn>
-    int launch(size_t n, const Fn& fn, const char* what, unsigned threads = 128) {
-        if (n == 0) return 0;
-        const size_t blocks = (n + threads - 1) / threads;
-        if (blocks > 0x7fffffffull) {
+    // Blocks of `threads` for n threads, or an error when one grid cannot hold them.
+    int grid(size_t n, unsigned threads, const char* what, unsigned* blocks) {
+        const size_t b = (n + threads - 1) / threads;
+        if (b > 0x7fffffffull) {
             snprintf(err, errlen, "kernel %s: %zu threads is too many for one grid", what, n);
             return -1;
         }
-        for_each_kernel<<<(unsigned)blocks, threads>>>(n, fn);
+        *blocks = (unsigned)b;
+        return 0;
+    }
+
+    // The launch just made, checked.
+    int launched(const char* what, size_t n, unsigned threads) {
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             snprintf(err, errlen, "kernel %s (%zu threads, %u per block) failed to launch: %s",
@@ -128,23 +131,24 @@ struct DeviceExec {
         return 0;
     }
 
+    // Runs fn(i) for i in [0, n), `threads` per block.
+    template <class Fn>
+    int launch(size_t n, const Fn& fn, const char* what, unsigned threads = 128) {
+        unsigned blocks;
+        if (n == 0) return 0;
+        CUZK_RC(grid(n, threads, what, &blocks));
+        for_each_kernel<<<blocks, threads>>>(n, fn);
+        return launched(what, n, threads);
+    }
+
     // launch() for the curve-arithmetic kernels (see for_each_heavy): Fn::MIN_BLOCKS.
     template <class Fn>
     int launch_heavy(size_t n, const Fn& fn, const char* what) {
+        unsigned blocks;
         if (n == 0) return 0;
-        const size_t blocks = (n + HEAVY_THREADS - 1) / HEAVY_THREADS;
-        if (blocks > 0x7fffffffull) {
-            snprintf(err, errlen, "kernel %s: %zu threads is too many for one grid", what, n);
-            return -1;
-        }
-        for_each_heavy<Fn, Fn::MIN_BLOCKS><<<(unsigned)blocks, HEAVY_THREADS>>>(n, fn);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) {
-            snprintf(err, errlen, "kernel %s (%zu threads, %u per block) failed to launch: %s",
-                     what, n, HEAVY_THREADS, cudaGetErrorString(e));
-            return (int)e;
-        }
-        return 0;
+        CUZK_RC(grid(n, HEAVY_THREADS, what, &blocks));
+        for_each_heavy<Fn, Fn::MIN_BLOCKS><<<blocks, HEAVY_THREADS>>>(n, fn);
+        return launched(what, n, HEAVY_THREADS);
     }
 
     // Waits for the queued work and reports an asynchronous kernel failure.
