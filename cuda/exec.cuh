@@ -83,6 +83,26 @@ __global__ void __launch_bounds__(HEAVY_THREADS, MIN_BLOCKS) for_each_heavy(size
     if (i < n) fn(i);
 }
 
+// Block-cooperative work (e.g. NTT stages fused in shared memory): fn(block, ctx) runs
+// on every thread of the block; ctx gives the thread's rank, the block's thread count, a
+// barrier and the block's shared scratch. HostExec runs each block as one "thread"
+// (rank 0 of 1), so the same code, loops included, serves both.
+struct DeviceBlock {
+    unsigned tid, threads;
+    void* shared;
+    __host__ __device__ void sync() const {
+#ifdef __CUDA_ARCH__
+        __syncthreads();
+#endif
+    }
+};
+template <class Fn>
+__global__ void for_each_block(Fn fn) {
+    extern __shared__ __align__(16) unsigned char cuzk_block_shared[];
+    DeviceBlock ctx{threadIdx.x, blockDim.x, cuzk_block_shared};
+    fn((size_t)blockIdx.x, ctx);
+}
+
 struct DeviceExec {
     template <class T>
     using Buf = DevBuf<T>;
@@ -151,6 +171,30 @@ struct DeviceExec {
         return launched(what, n, HEAVY_THREADS);
     }
 
+    // Runs fn(block, ctx) on `blocks` blocks of `threads` threads with `shared` bytes of
+    // shared memory each (over 48 KiB needs the kernel's opt-in, made here).
+    template <class Fn>
+    int launch_blocks(size_t blocks, unsigned threads, size_t shared, const Fn& fn,
+                      const char* what) {
+        if (blocks == 0) return 0;
+        if (blocks > 0x7fffffffull) {
+            snprintf(err, errlen, "kernel %s: %zu blocks is too many for one grid", what, blocks);
+            return -1;
+        }
+        if (shared > 48 * 1024) {
+            cudaError_t e = cudaFuncSetAttribute(for_each_block<Fn>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)shared);
+            if (e != cudaSuccess) {
+                snprintf(err, errlen, "kernel %s: %zu bytes of shared memory per block: %s",
+                         what, shared, cudaGetErrorString(e));
+                return (int)e;
+            }
+        }
+        for_each_block<<<(unsigned)blocks, threads, shared>>>(fn);
+        return launched(what, blocks * threads, threads);
+    }
+
     // Waits for the queued work and reports an asynchronous kernel failure.
     int sync(const char* after) {
         cudaError_t e = cudaDeviceSynchronize();
@@ -216,6 +260,12 @@ struct DeviceExec {
     }
 };
 
+struct HostBlock {
+    unsigned tid = 0, threads = 1;
+    void* shared;
+    __host__ __device__ void sync() const {}
+};
+
 struct HostExec {
     template <class T>
     using Buf = HostBuf<T>;
@@ -243,6 +293,20 @@ struct HostExec {
     template <class Fn>
     int launch_heavy(size_t n, const Fn& fn, const char* what) {
         return launch(n, fn, what);
+    }
+    template <class Fn>
+    int launch_blocks(size_t blocks, unsigned, size_t shared, const Fn& fn, const char* what) {
+        std::vector<uint64_t> scratch;
+        try {
+            scratch.resize((shared + 7) / 8);
+        } catch (const std::bad_alloc&) {
+            snprintf(err, errlen, "host allocation (%s: %zu bytes) failed", what, shared);
+            return -1;
+        }
+        HostBlock ctx;
+        ctx.shared = scratch.data();
+        for (size_t b = 0; b < blocks; ++b) fn(b, ctx);
+        return 0;
     }
     int sync(const char*) { return 0; }
     template <class T>

@@ -7,12 +7,20 @@
 //! beforehand, as the prover's SRS is, and include only the scalars' copy. NTT times are
 //! the kernels' (CUDA events).
 //!
+//! With `--partition`, instead: one synthetic PoRep partition of 32GiB shape (or scaled
+//! down, `--partition-log`) through the same calls, in the same order, as the CUDA
+//! backend's `products_with` makes for one partition (H by `ntt::quotient`, then the MSMs
+//! h, l, a, b_g1, b_g2 over resident points), each phase timed with its transfers and host
+//! work, and the kernel times the calls report. The SRS is one resident G1 set and one G2
+//! set, each MSM reading a prefix of it: distinct points per section would cost 47 GB and
+//! the MSM's time does not depend on which points it reads.
+//!
 //! The inputs generators are shared with the tests (tests/cuda_msm.rs).
 
 use std::time::Instant;
 
 use anyhow::{ensure, Result};
-use blstrs::{G1Projective, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group, UncompressedEncoding};
@@ -20,7 +28,8 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
-use crate::prove::cuda::{self, Msm};
+use crate::prove::cuda::{self, DevicePoints, GpuAffine, Msm, Points};
+use crate::synth::{Density, ProvingAssignment};
 
 const CHUNK: usize = 1 << 14;
 
@@ -86,7 +95,14 @@ pub struct Options {
     pub ones: u32,
     /// Pippenger window bits for every MSM, 0 for automatic.
     pub window: usize,
+    /// One synthetic partition of domain 2^N instead of the kernel rows.
+    pub partition: Option<u32>,
+    /// The partition's witness MSMs (l, a, b) split, as the prover's `--split-msm`.
+    pub split: bool,
 }
+
+/// `--partition-log` bounds: 27 is a 32GiB partition's domain.
+pub const PARTITION_LOGS: std::ops::RangeInclusive<u32> = 10..=27;
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {
@@ -98,12 +114,16 @@ pub struct Row {
     pub runs: usize,
 }
 
+/// Median, min and max.
+fn stats(mut ms: Vec<f64>) -> (f64, f64, f64) {
+    ms.sort_by(f64::total_cmp);
+    (ms[ms.len() / 2], ms[0], ms[ms.len() - 1])
+}
+
 /// Median, min and max of `runs` timings after one warm-up call.
 fn time(runs: usize, mut f: impl FnMut() -> Result<f64>) -> Result<(f64, f64, f64)> {
     f()?;
-    let mut ms = (0..runs).map(|_| f()).collect::<Result<Vec<f64>>>()?;
-    ms.sort_by(f64::total_cmp);
-    Ok((ms[ms.len() / 2], ms[0], ms[ms.len() - 1]))
+    Ok(stats((0..runs).map(|_| f()).collect::<Result<_>>()?))
 }
 
 fn wall(f: impl FnOnce() -> Result<()>) -> Result<f64> {
@@ -113,7 +133,7 @@ fn wall(f: impl FnOnce() -> Result<()>) -> Result<f64> {
 }
 
 /// The points decoded into device memory, as the prover holds its SRS.
-fn resident<A>(points: &[A]) -> Result<cuda::DevicePoints<A>>
+fn resident<A>(points: &[A]) -> Result<DevicePoints<A>>
 where
     A: cuda::GpuAffine + UncompressedEncoding + PrimeCurveAffine + Sync,
 {
@@ -121,38 +141,58 @@ where
         .par_iter()
         .flat_map_iter(|p| p.to_uncompressed().as_ref().to_vec())
         .collect();
-    cuda::DevicePoints::decode(&raw, false)
+    DevicePoints::decode(&raw, false)
 }
 
-/// Runs every benchmark, printing each row as it completes.
+/// The rows, each printed as it is pushed.
+struct Rows {
+    runs: usize,
+    rows: Vec<Row>,
+}
+
+impl Rows {
+    fn push(&mut self, kernel: String, log_n: u32, (median_ms, min_ms, max_ms): (f64, f64, f64)) {
+        eprintln!(
+            "{kernel:<40} 2^{log_n:<3} median {median_ms:>9.2} ms  (min {min_ms:.2}, max {max_ms:.2}, {} runs)",
+            self.runs
+        );
+        self.rows.push(Row {
+            kernel,
+            log_n,
+            median_ms,
+            min_ms,
+            max_ms,
+            runs: self.runs,
+        });
+    }
+}
+
+/// Runs every kernel benchmark, or the partition, printing each row as it completes.
 pub fn run(o: &Options) -> Result<Vec<Row>> {
     ensure!(cuda::built(), "bench-gpu: {}", cuda::NO_CUDA_BUILD);
     ensure!(cuda::device_count()? > 0, "bench-gpu: no CUDA device found");
     ensure!(o.runs >= 1, "--runs must be at least 1");
     cuda::set_device(o.gpu).map_err(|e| anyhow::anyhow!("--gpu {}: {e:#}", o.gpu))?;
     ensure!(
-        o.min_log <= o.max_log && o.max_log <= 28 && o.g2_max_log <= o.max_log,
-        "sizes: need --min-log ≤ --max-log ≤ 28 and --g2-max-log ≤ --max-log"
-    );
-    ensure!(
         o.zeros + o.ones <= 100,
         "--zeros + --ones must be at most 100"
     );
-    let mut rows = Vec::new();
-    let mut push = |kernel: String, log_n: u32, (median_ms, min_ms, max_ms): (f64, f64, f64)| {
-        eprintln!(
-            "{kernel:<34} 2^{log_n:<3} median {median_ms:>9.2} ms  (min {min_ms:.2}, max {max_ms:.2}, {} runs)",
-            o.runs
-        );
-        rows.push(Row {
-            kernel,
-            log_n,
-            median_ms,
-            min_ms,
-            max_ms,
-            runs: o.runs,
-        });
+    let mut rows = Rows {
+        runs: o.runs,
+        rows: Vec::new(),
     };
+    match o.partition {
+        Some(log) => partition(o, log, &mut rows)?,
+        None => kernels(o, &mut rows)?,
+    }
+    Ok(rows.rows)
+}
+
+fn kernels(o: &Options, rows: &mut Rows) -> Result<()> {
+    ensure!(
+        o.min_log <= o.max_log && o.max_log <= 28 && o.g2_max_log <= o.max_log,
+        "sizes: need --min-log ≤ --max-log ≤ 28 and --g2-max-log ≤ --max-log"
+    );
     let logs = |max: u32| o.min_log..=max;
 
     let t = Instant::now();
@@ -180,20 +220,20 @@ pub fn run(o: &Options) -> Result<Vec<Row>> {
         let n = 1usize << log;
         let (p, f, w) = (&p1[..n], &full[..n], &wit[..n]);
         let r = time(o.runs, || wall(|| cuda::msm_g1(p, f, plain).map(drop)))?;
-        push("msm_g1 random, host points".into(), log, r);
+        rows.push("msm_g1 random, host points".into(), log, r);
         let on_device = |s: &[Fr], cfg: Msm| {
             wall(|| cuda::msm_points(cuda::Points::Device(&d1, 0), s, cfg).map(drop))
         };
         let r = time(o.runs, || on_device(f, plain))?;
-        push("msm_g1 random, resident".into(), log, r);
+        rows.push("msm_g1 random, resident".into(), log, r);
         let r = time(o.runs, || on_device(w, plain))?;
-        push(
+        rows.push(
             format!("msm_g1 witness {}/{} split off, res.", o.zeros, o.ones),
             log,
             r,
         );
         let r = time(o.runs, || on_device(w, split))?;
-        push(
+        rows.push(
             format!("msm_g1 witness {}/{} split on, res.", o.zeros, o.ones),
             log,
             r,
@@ -209,20 +249,239 @@ pub fn run(o: &Options) -> Result<Vec<Row>> {
         let r = time(o.runs, || {
             wall(|| cuda::msm_points(cuda::Points::Device(&d2, 0), f, plain).map(drop))
         })?;
-        push("msm_g2 random, resident".into(), log, r);
+        rows.push("msm_g2 random, resident".into(), log, r);
     }
     drop((p2, d2));
 
     for log in logs(o.max_log) {
         let mut x = full[..1usize << log].to_vec();
         let r = time(o.runs, || Ok(cuda::ntt::ntt(&mut x, false)? as f64))?;
-        push("ntt (kernels)".into(), log, r);
+        rows.push("ntt (kernels)".into(), log, r);
     }
     for log in logs(o.max_log) {
         let n = (1usize << log) - 5; // a constraint count just under the domain
         let (a, b, c) = (&full[..n], &full[1..n + 1], &full[2..n + 2]);
         let r = time(o.runs, || Ok(cuda::ntt::quotient(a, b, c)?.1 as f64))?;
-        push("quotient H (kernels)".into(), log, r);
+        rows.push("quotient H (kernels)".into(), log, r);
     }
-    Ok(rows)
+    Ok(())
+}
+
+/// One 32GiB PoRep partition (docs/PERF.md): domain 2^27, its constraints and aux
+/// variables, and the aux variables in the A and B queries (99.68 %, 25.44 %).
+const P32_LOG: u32 = 27;
+const P32_CONSTRAINTS: usize = 130_278_869;
+const P32_AUX: usize = 130_169_893;
+const P32_A_AUX: usize = 129_753_292;
+const P32_B_AUX: usize = 33_112_281;
+/// Public inputs at every scale, the constant ONE first.
+const INPUTS: usize = 328;
+
+/// `k` of `n` variables spread evenly, the first one included: variable i is in iff
+/// ⌈(i+1)k/n⌉ > ⌈ik/n⌉, exactly k of them. (Which ones does not matter: the scalars are
+/// drawn independently of their index.)
+fn spread(n: usize, k: usize) -> Density {
+    let words = (0..n.div_ceil(64))
+        .into_par_iter()
+        .map(|w| {
+            (w * 64..n.min(w * 64 + 64))
+                .filter(|&i| ((i + 1) * k).div_ceil(n) > (i * k).div_ceil(n))
+                .fold(0, |acc, i| acc | 1u64 << (i % 64))
+        })
+        .collect();
+    Density::from_words(words, n).expect("one bit per variable")
+}
+
+/// The scalars whose density bit is set, in order: the backend's `dense` (private there),
+/// which its A and B phases run on the host.
+fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
+    scalars
+        .par_iter()
+        .enumerate()
+        .filter(|(i, _)| density.get(*i))
+        .map(|(_, s)| *s)
+        .collect()
+}
+
+/// `f()`, then a progress line: what it made, how long it took.
+fn step<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let t = Instant::now();
+    let v = f()?;
+    eprintln!(
+        "partition inputs: {what}: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(v)
+}
+
+/// n distinct points decoded on the device, the host copy freed before returning.
+fn resident_points<G>(n: usize, seed: u64) -> Result<DevicePoints<G::AffineRepr>>
+where
+    G: Curve + Group + Send + Sync,
+    G::AffineRepr: GpuAffine + UncompressedEncoding + PrimeCurveAffine + Sync,
+{
+    let name = <G::AffineRepr as GpuAffine>::NAME;
+    let p = step(&format!("{n} {name} points generated"), || {
+        Ok(points::<G>(n, seed))
+    })?;
+    step(&format!("{n} {name} points decoded on the GPU"), || {
+        resident(&p)
+    })
+}
+
+/// Σ s[i]·set[offset + i] on the device, adding its split and bucket times to `k`.
+fn msm<P: GpuAffine>(
+    set: &DevicePoints<P>,
+    offset: usize,
+    s: &[Fr],
+    cfg: Msm,
+    k: &mut [f64; 2],
+) -> Result<P::Projective> {
+    let (p, r) = cuda::msm_points(Points::Device(set, offset), s, cfg)?;
+    k[0] += r.split_ms as f64;
+    k[1] += r.buckets_ms as f64;
+    Ok(p)
+}
+
+/// B in G1 or G2 as the backend's `b_products`: B's dense inputs, then its dense aux.
+fn b_msm<P: GpuAffine>(
+    set: &DevicePoints<P>,
+    p: &ProvingAssignment,
+    w: Msm,
+    k: &mut [f64; 2],
+) -> Result<P::Projective> {
+    let inputs = dense(&p.input_assignment, &p.b_input_density);
+    let aux = dense(&p.aux_assignment, &p.b_aux_density);
+    Ok(msm(set, 0, &inputs, w, k)? + msm(set, p.b_input_density.total(), &aux, w, k)?)
+}
+
+/// One partition run's rows, (name, ms) in order, and the sums for the totals.
+#[derive(Default)]
+struct Timed {
+    rows: Vec<(String, f64)>,
+    wall: f64,
+    kernels: f64,
+}
+
+impl Timed {
+    /// Runs one phase: a row of its wall time, and rows of the kernel times its calls
+    /// report (`k`: split + batch add, buckets; an NTT's kernels in `k[1]`).
+    fn phase<T>(
+        &mut self,
+        name: &str,
+        note: &str,
+        split: bool,
+        f: impl FnOnce(&mut [f64; 2]) -> Result<T>,
+    ) -> Result<T> {
+        let mut k = [0f64; 2];
+        let t = Instant::now();
+        let v = f(&mut k)?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        self.wall += ms;
+        self.kernels += k[0] + k[1];
+        self.rows.push((format!("partition: {name}{note}"), ms));
+        if split {
+            self.rows
+                .push((format!("partition: {name}, split + batch add"), k[0]));
+            self.rows
+                .push((format!("partition: {name}, buckets"), k[1]));
+        } else {
+            self.rows
+                .push((format!("partition: {name}, kernels"), k[1]));
+        }
+        Ok(v)
+    }
+}
+
+/// One partition's products through the calls, in the order, of the backend's
+/// `products_with` (everything it times but the SRS upload).
+fn partition_once(
+    p: &ProvingAssignment,
+    g1: &DevicePoints<G1Affine>,
+    g2: &DevicePoints<G2Affine>,
+    w: Msm,
+) -> Result<Timed> {
+    let mut t = Timed::default();
+    let h = t.phase("H", " (NTT, with transfers)", false, |k| {
+        let (h, ms) = cuda::ntt::quotient(&p.a, &p.b, &p.c)?;
+        k[1] = ms as f64;
+        Ok(h)
+    })?;
+    let h_cfg = Msm { split: false, ..w };
+    t.phase("MSM h", "", false, |k| msm(g1, 0, &h, h_cfg, k))?;
+    drop(h);
+    t.phase("MSM l", "", w.split, |k| {
+        msm(g1, 0, &p.aux_assignment, w, k)
+    })?;
+    t.phase("MSM a", "", w.split, |k| {
+        let aux = dense(&p.aux_assignment, &p.a_aux_density);
+        let inputs = p.input_assignment.len();
+        Ok(msm(g1, 0, &p.input_assignment, w, k)? + msm(g1, inputs, &aux, w, k)?)
+    })?;
+    t.phase("MSM b_g1", "", w.split, |k| b_msm(g1, p, w, k))?;
+    t.phase("MSM b_g2", "", w.split, |k| b_msm(g2, p, w, k))?;
+    t.rows.push(("partition: total GPU".into(), t.wall));
+    t.rows.push(("partition: total, kernels".into(), t.kernels));
+    Ok(t)
+}
+
+/// A synthetic partition of domain 2^log, the 32GiB one's counts scaled by 2^(log − 27)
+/// (inputs stay 328): A, B, C evaluations uniformly random (as A·w, B·w, C·w of a real
+/// witness effectively are), aux witness-like (`--zeros`, `--ones`), inputs random after
+/// ONE, B's query holding only ONE of the inputs (as in the 2KiB circuit). The points are
+/// one G1 set as large as the largest G1 section (h or l plus the inputs) and one G2 set
+/// of B's size.
+fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
+    ensure!(
+        PARTITION_LOGS.contains(&log),
+        "--partition-log must be from {} to {}, got {log}",
+        PARTITION_LOGS.start(),
+        PARTITION_LOGS.end()
+    );
+    let scale = |n: usize| n >> (P32_LOG - log);
+    let (constraints, aux) = (scale(P32_CONSTRAINTS), scale(P32_AUX));
+    let (a_aux, b_aux) = (scale(P32_A_AUX), scale(P32_B_AUX));
+    eprintln!(
+        "partition 2^{log}: {constraints} constraints, {INPUTS} inputs, {aux} aux ({}/{} % \
+         zeros/ones); A: all inputs + {a_aux} aux, B: 1 input + {b_aux} aux; split MSM {}",
+        o.zeros,
+        o.ones,
+        if o.split { "on" } else { "off" }
+    );
+    let g1 = resident_points::<G1Projective>(((1 << log) - 1).max(INPUTS + aux), 11)?;
+    let g2 = resident_points::<G2Projective>(1 + b_aux, 12)?;
+    let p = step("evaluations, assignment and densities", || {
+        let mut inputs = random_scalars(INPUTS, 13);
+        inputs[0] = Fr::ONE;
+        Ok(ProvingAssignment {
+            a: random_scalars(constraints, 14),
+            b: random_scalars(constraints, 15),
+            c: random_scalars(constraints, 16),
+            input_assignment: inputs,
+            aux_assignment: witness_scalars(aux, o.zeros, o.ones, 17),
+            a_aux_density: spread(aux, a_aux),
+            b_input_density: spread(INPUTS, 1),
+            b_aux_density: spread(aux, b_aux),
+        })
+    })?;
+    let w = Msm {
+        window: o.window,
+        split: o.split,
+    };
+    partition_once(&p, &g1, &g2, w)?; // warm-up
+    let runs = (1..=o.runs)
+        .map(|i| {
+            let t = partition_once(&p, &g1, &g2, w)?;
+            eprintln!("partition run {i}: total {:.1} ms", t.wall);
+            Ok(t.rows)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (k, (name, _)) in runs[0].iter().enumerate() {
+        rows.push(
+            name.clone(),
+            log,
+            stats(runs.iter().map(|r| r[k].1).collect()),
+        );
+    }
+    Ok(())
 }

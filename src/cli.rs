@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
+use crate::bench::PARTITION_LOGS;
 pub use crate::prove::cuda::backend::{SrsDecode, BG2};
 
 pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
@@ -105,6 +106,7 @@ pub enum Command {
     },
     /// GPU kernel benchmarks: MSM in G1 (random and witness-like scalars, split on and
     /// off) and G2, NTT, quotient H; warm-up, then the median of --runs runs per size.
+    /// With --partition, one synthetic 32GiB-shape partition's phases instead.
     #[command(name = "bench-gpu")]
     BenchGpu {
         /// Smallest size, 2^N.
@@ -116,6 +118,31 @@ pub enum Command {
         /// Largest G2 MSM, 2^N.
         #[arg(long, value_name = "N", default_value_t = 25)]
         g2_max_log: u32,
+        /// Instead of the kernel rows: one synthetic PoRep partition (32GiB shape) through
+        /// the CUDA backend's calls, H and the MSMs h, l, a, b_g1, b_g2 over resident
+        /// points, each phase (with transfers and its kernels) and the total timed.
+        #[arg(long, conflicts_with_all = ["min_log", "max_log", "g2_max_log"])]
+        partition: bool,
+        /// --partition's domain, 2^N: 27 is 32GiB; smaller domains scale constraints,
+        /// aux and densities by the same fractions (inputs stay 328).
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = *PARTITION_LOGS.end(),
+            requires = "partition",
+            value_parser = clap::value_parser!(u32)
+                .range(*PARTITION_LOGS.start() as i64..=*PARTITION_LOGS.end() as i64)
+        )]
+        partition_log: u32,
+        /// --partition's split MSM for L, A, B (the prover's --split-msm).
+        #[arg(
+            long,
+            value_enum,
+            value_name = "on|off",
+            default_value_t = Switch::On,
+            requires = "partition"
+        )]
+        split_msm: Switch,
         #[arg(long, value_name = "N", default_value_t = 5)]
         runs: usize,
         /// Which GPU (0-based).

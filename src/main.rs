@@ -139,6 +139,9 @@ fn real_main(cli: Cli) -> Result<()> {
             min_log,
             max_log,
             g2_max_log,
+            partition,
+            partition_log,
+            split_msm,
             runs,
             gpu,
             zeros,
@@ -158,6 +161,8 @@ fn real_main(cli: Cli) -> Result<()> {
                 zeros,
                 ones,
                 window: cuzk_prove::cli::parse_msm_window(&msm_window)?,
+                partition: partition.then_some(partition_log),
+                split: split_msm == cuzk_prove::cli::Switch::On,
             })?;
             if let Some(j) = &json {
                 output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;

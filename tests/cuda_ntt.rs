@@ -48,6 +48,31 @@ fn ntt_matches_cpu_fft_and_inverts() {
     }
 }
 
+/// Every size up to two fused passes (the GPU's blocks hold 2^11 elements), small enough
+/// for compute-sanitizer's racecheck.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn ntt_fused_passes_small() {
+    if !gpu_or_skip() {
+        return;
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(22);
+    for log_n in 1u32..=13 {
+        let d = Domain::for_len(1 << log_n).unwrap();
+        let coeffs = random(1 << log_n, &mut rng);
+        let mut cpu = coeffs.clone();
+        d.fft(&mut cpu);
+        let mut gpu = coeffs.clone();
+        cuda::ntt::ntt(&mut gpu, false).unwrap();
+        assert!(gpu == cpu, "forward NTT 2^{log_n} differs from the CPU FFT");
+        cuda::ntt::ntt(&mut gpu, true).unwrap();
+        assert!(gpu == coeffs, "inverse NTT 2^{log_n} does not invert");
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),

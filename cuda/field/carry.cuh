@@ -148,47 +148,77 @@ CUZK_UNROLL
     join<P>(t, r);
 }
 
-// Montgomery product a·b·2^(−32n) mod p, CIOS over n = 2N words. Row i adds a·b[i] into t
-// (low halves of the partial products in one carry chain, high halves one word up in a
-// second), then adds m·p with m = t[0]·(−p⁻¹) mod 2^32, which zeroes t[0], and shifts t
-// down a word. t < 2p after each row, so one conditional subtraction at the end.
+// Montgomery product a·b·2^(−32n) mod p, CIOS over n = 2N words, arranged so that the
+// low and high halves of each 32×32 partial product land in an aligned register pair:
+// the GPU then does both in one IMAD.WIDE.U32(.X) (with the halves in separate carry
+// chains, every half costs an IMAD plus an IADD3.X: ~3× the instructions).
+//
+// Words are indexed absolutely (word w weighs 2^(32w); row i works at words ≥ i). The
+// running sum is kept in two arrays, T = Σ_w (e[w] + o[w])·2^(32w): e takes products
+// whose halves fall on words (even, odd), o those on (odd, even), so each array's pairs
+// keep one alignment through all rows. Row i:
+//   1. fold o[i] into e[i] (or e[i] into o[i] for odd i; let x be the array with pairs
+//      at words (i, i+1), y the other), the carry joining chain 2;
+//   2. y += a[j]·b[i] for odd j (halves on words i+j, i+j+1);
+//   3. x += a[j]·b[i] for even j;
+//   4. m = x[i]·(−p⁻¹) mod 2^32, which is T's word i;
+//   5. x += p[j]·m for even j (zeroes word i), y += p[j]·m for odd j.
+// After row i, T < 2p·2^(32(i+1)), so neither array ever needs a word above i + n and
+// the carries out of word i + n are zero. The result is e + o at words n..2n−1 (< 2p),
+// then one conditional subtraction.
 template <class P>
 CUZK_HD void mul(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
     const uint32_t inv = (uint32_t)P::INV;  // −p⁻¹ mod 2^64, so also mod 2^32
-    uint32_t a[n], b[n], t[n + 2];
+    uint32_t a[n], b[n], e[2 * n + 1], o[2 * n + 1];
     split<P>(a64, a);
     split<P>(b64, b);
 CUZK_UNROLL
-    for (int j = 0; j < n + 2; ++j) t[j] = 0;
+    for (int w = 0; w <= 2 * n; ++w) e[w] = o[w] = 0;
 CUZK_UNROLL
     for (int i = 0; i < n; ++i) {
-        t[0] = mad_lo_cc(a[0], b[i], t[0]);
+        uint32_t* x = (i & 1) ? o : e;
+        uint32_t* y = (i & 1) ? e : o;
+        // 1-2. Fold, then the odd products from word i + 1 (carry out of word i + n: 0).
+        x[i] = add_cc(x[i], y[i]);
 CUZK_UNROLL
-        for (int j = 1; j < n; ++j) t[j] = madc_lo_cc(a[j], b[i], t[j]);
-        t[n] = addc_cc(t[n], 0);
-        t[n + 1] = addc(t[n + 1], 0);
-        t[1] = mad_hi_cc(a[0], b[i], t[1]);
+        for (int j = 1; j < n; j += 2) {
+            y[i + j] = madc_lo_cc(a[j], b[i], y[i + j]);
+            y[i + j + 1] = madc_hi_cc(a[j], b[i], y[i + j + 1]);
+        }
+        // 3. Even products from word i, carry into word i + n.
+        x[i] = mad_lo_cc(a[0], b[i], x[i]);
+        x[i + 1] = madc_hi_cc(a[0], b[i], x[i + 1]);
 CUZK_UNROLL
-        for (int j = 1; j < n; ++j) t[j + 1] = madc_hi_cc(a[j], b[i], t[j + 1]);
-        t[n + 1] = addc(t[n + 1], 0);
-
-        const uint32_t m = t[0] * inv;
-        t[0] = mad_lo_cc(m, p32<P>(0), t[0]);
+        for (int j = 2; j < n; j += 2) {
+            x[i + j] = madc_lo_cc(a[j], b[i], x[i + j]);
+            x[i + j + 1] = madc_hi_cc(a[j], b[i], x[i + j + 1]);
+        }
+        x[i + n] = addc(x[i + n], 0);
+        // 4-5. Reduction.
+        const uint32_t m = x[i] * inv;
+        x[i] = mad_lo_cc(m, p32<P>(0), x[i]);
+        x[i + 1] = madc_hi_cc(m, p32<P>(0), x[i + 1]);
 CUZK_UNROLL
-        for (int j = 1; j < n; ++j) t[j] = madc_lo_cc(m, p32<P>(j), t[j]);
-        t[n] = addc_cc(t[n], 0);
-        t[n + 1] = addc(t[n + 1], 0);
-        t[1] = mad_hi_cc(m, p32<P>(0), t[1]);
+        for (int j = 2; j < n; j += 2) {
+            x[i + j] = madc_lo_cc(m, p32<P>(j), x[i + j]);
+            x[i + j + 1] = madc_hi_cc(m, p32<P>(j), x[i + j + 1]);
+        }
+        x[i + n] = addc(x[i + n], 0);
+        y[i + 1] = mad_lo_cc(m, p32<P>(1), y[i + 1]);
+        y[i + 2] = madc_hi_cc(m, p32<P>(1), y[i + 2]);
 CUZK_UNROLL
-        for (int j = 1; j < n; ++j) t[j + 1] = madc_hi_cc(m, p32<P>(j), t[j + 1]);
-        t[n + 1] = addc(t[n + 1], 0);
-
-CUZK_UNROLL
-        for (int j = 0; j <= n; ++j) t[j] = t[j + 1];
-        t[n + 1] = 0;
+        for (int j = 3; j < n; j += 2) {
+            y[i + j] = madc_lo_cc(m, p32<P>(j), y[i + j]);
+            y[i + j + 1] = madc_hi_cc(m, p32<P>(j), y[i + j + 1]);
+        }
     }
-    reduce_once<P>(t, t[n], r);
+    // Word n − 1 is zero in both arrays (folded in row n − 1, then reduced).
+    uint32_t t[n];
+    t[0] = add_cc(e[n], o[n]);
+CUZK_UNROLL
+    for (int w = 1; w < n; ++w) t[w] = addc_cc(e[n + w], o[n + w]);
+    reduce_once<P>(t, addc(0, 0), r);
 }
 
 }  // namespace carry

@@ -11,12 +11,20 @@
 // x^e = hi[e >> L] · lo[e & (2^L − 1)], built on the host: no device memory proportional
 // to the domain for them.
 //
-// Written once against the executor interface (exec.cuh): the same per-thread code runs
-// as CUDA kernels or, for tests on machines without a GPU, on the host. One launch per
-// butterfly stage in global memory: simple and correct first; fusing stages in shared
-// memory is the next step (docs/PERF.md).
+// Stages are fused: one pass loads 2^E elements per block into shared memory, runs up to
+// E consecutive stages there and writes them back, so a 2^27 transform takes 3 passes over
+// memory instead of 27 (one per stage, the first version: docs/PERF.md). A pass over
+// stages with half-sizes 2^s .. 2^(s+K−1) touches index sets that differ only in bits
+// [s, s+K): each is an independent 2^K-point sub-transform. A block takes 2^q of them
+// whose bits [0, q) run consecutively, so its loads and stores are runs of 2^q elements.
+//
+// Written once against the executor interface (exec.cuh): the same code runs as CUDA
+// kernels or, for tests on machines without a GPU, on the host (with small blocks there,
+// so the tests cross several passes).
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <type_traits>
 
 #include "../exec.cuh"
 #include "../field/fp.cuh"
@@ -42,50 +50,60 @@ CUZK_HD uint64_t rev(uint64_t i, unsigned log_m) {
 #endif
 }
 
-// Butterfly t of a stage with blocks of 2·half: positions lo, lo + half; twiddle
-// ω_m^(j·m/(2·half)) for j = t mod half.
-struct Butterfly {
-    uint64_t lo, hi, e;
-    CUZK_HD Butterfly(uint64_t t, uint64_t m, uint64_t half) {
-        const uint64_t j = t & (half - 1);
-        lo = ((t - j) << 1) + j;
-        hi = lo + half;
-        e = j * (m / (2 * half));
-    }
-};
-
-// Decimation in time (Cooley–Tukey): u + w·v, u − w·v.
-struct DitStage {
+// Stages [s, s + K) of a transform of m = 2^log_m elements (DIT: half-sizes increasing,
+// DIF: decreasing), on the 2^(K+q) elements of one block (see the top of the file).
+// Local index l = (t << q) | low: t the position in the sub-transform, low the lane;
+// block bits fill the index's bits [q, s) and [s + K, log_m).
+// With `scaled`, each element leaves multiplied by scale^rev(index) (the coset scaling
+// that follows an inverse transform, saved a pass over memory).
+template <bool DIT>
+struct FusedStages {
     Fr* x;
-    uint64_t m, half;
+    uint64_t m;
+    unsigned log_m, s, K, q;
     PowTable w;
-    CUZK_HD void operator()(size_t t) const {
-        const Butterfly b(t, m, half);
-        const Fr u = x[b.lo], v = cuzk::mul(x[b.hi], w.at(b.e));
-        x[b.lo] = cuzk::add(u, v);
-        x[b.hi] = cuzk::sub(u, v);
+    bool scaled;
+    PowTable scale;
+    CUZK_HD uint64_t index(size_t block, uint64_t l) const {
+        const uint64_t low = l & ((1ull << q) - 1), t = l >> q;
+        const uint64_t b_mid = block & ((1ull << (s - q)) - 1), b_top = block >> (s - q);
+        return (b_top << (s + K)) | (t << s) | (b_mid << q) | low;
     }
-};
-
-// Decimation in frequency (Gentleman–Sande): u + v, (u − v)·w.
-struct DifStage {
-    Fr* x;
-    uint64_t m, half;
-    PowTable w;
-    CUZK_HD void operator()(size_t t) const {
-        const Butterfly b(t, m, half);
-        const Fr u = x[b.lo], v = x[b.hi];
-        x[b.lo] = cuzk::add(u, v);
-        x[b.hi] = cuzk::mul(cuzk::sub(u, v), w.at(b.e));
+    template <class Ctx>
+    CUZK_HD void operator()(size_t block, Ctx& ctx) const {
+        Fr* sh = (Fr*)ctx.shared;
+        const uint64_t E = 1ull << (K + q), lanes = 1ull << q;
+        const uint64_t b_mid = block & ((1ull << (s - q)) - 1);
+        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) sh[l] = x[index(block, l)];
+        ctx.sync();
+        for (unsigned k = 0; k < K; ++k) {
+            const unsigned kk = DIT ? k : K - 1 - k;
+            const uint64_t half = 1ull << kk;        // in sub-transform positions
+            const uint64_t stride = m >> (s + kk + 1);  // ω_m^stride: a 2^(s+kk+1)-th root
+            for (uint64_t u = ctx.tid; u < E / 2; u += ctx.threads) {
+                const uint64_t low = u & (lanes - 1), bt = u >> q;
+                const uint64_t j = bt & (half - 1);
+                const uint64_t t_lo = ((bt - j) << 1) + j;
+                const uint64_t l_lo = (t_lo << q) | low, l_hi = l_lo + (half << q);
+                // The global butterfly's j: the index mod 2^(s+kk).
+                const Fr tw = w.at(((j << s) | (b_mid << q) | low) * stride);
+                const Fr a = sh[l_lo], b = sh[l_hi];
+                if (DIT) {
+                    const Fr v = cuzk::mul(b, tw);
+                    sh[l_lo] = cuzk::add(a, v);
+                    sh[l_hi] = cuzk::sub(a, v);
+                } else {
+                    sh[l_lo] = cuzk::add(a, b);
+                    sh[l_hi] = cuzk::mul(cuzk::sub(a, b), tw);
+                }
+            }
+            ctx.sync();
+        }
+        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) {
+            const uint64_t g = index(block, l);
+            x[g] = scaled ? cuzk::mul(sh[l], scale.at(rev(g, log_m))) : sh[l];
+        }
     }
-};
-
-// x[j] *= s^rev(j)
-struct ScaleBitrev {
-    Fr* x;
-    unsigned log_m;
-    PowTable s;
-    CUZK_HD void operator()(size_t j) const { x[j] = cuzk::mul(x[j], s.at(rev(j, log_m))); }
 };
 
 // a = (a·b − c)·z
@@ -135,18 +153,65 @@ int upload_tables(Exec& ex, typename Exec::template Buf<Fr>& buf, const CuzkPowT
     return 0;
 }
 
-// Natural-order evaluations → bit-reversed coefficients ·m (the caller scales).
+// Elements per block of a fused pass, log2: 2^11 · 32 B = 64 KiB of shared memory on the
+// GPU; 2^3 in the host emulation, so that the tests' small transforms cross passes.
 template <class Exec>
-int inverse_dif(Exec& ex, Fr* x, uint64_t m, PowTable w_inv) {
-    for (uint64_t half = m / 2; half >= 1; half /= 2)
-        CUZK_RC(ex.launch(m / 2, DifStage{x, m, half, w_inv}, "NTT DIF stage", 256));
+constexpr unsigned block_log() {
+    return std::is_same<Exec, cuzk::HostExec>::value ? 3 : 11;
+}
+constexpr unsigned BLOCK_THREADS = 512;
+
+// The passes of a transform of 2^log_m: (s, K, q) in order of increasing s. The first
+// pass covers the lowest bits with contiguous blocks; the rest split the remaining
+// stages evenly, each at most E − 2 stages so that its runs are 2^q ≥ 4 elements (128 B).
+struct Pass {
+    unsigned s, K, q;
+};
+template <class Exec>
+int plan(unsigned log_m, Pass* passes) {
+    const unsigned e = block_log<Exec>();
+    int count = 0;
+    unsigned s = log_m < e ? log_m : e;
+    passes[count++] = {0, s, 0};
+    if (s < log_m) {
+        const unsigned rest = log_m - s, per = e - 2;
+        const unsigned n = (rest + per - 1) / per;
+        for (unsigned i = 0; i < n; ++i) {
+            const unsigned K = (log_m - s + (n - i) - 1) / (n - i);
+            const unsigned q = std::min(e - K, s);
+            passes[count++] = {s, K, q};
+            s += K;
+        }
+    }
+    return count;
+}
+
+template <bool DIT, class Exec>
+int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, PowTable w, const PowTable* scale) {
+    const unsigned e_log = p.K + p.q;
+    return ex.launch_blocks(m >> e_log, BLOCK_THREADS, (sizeof(Fr) << e_log),
+                            FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q, w,
+                                             scale != nullptr,
+                                             scale ? *scale : w},
+                            DIT ? "NTT DIT stages" : "NTT DIF stages");
+}
+
+// Natural-order evaluations → bit-reversed coefficients ·m, then each multiplied by
+// scale^rev(j) when scale is given (m⁻¹ and the coset factors live in that table).
+template <class Exec>
+int inverse_dif(Exec& ex, Fr* x, uint64_t m, PowTable w_inv, const PowTable* scale) {
+    Pass passes[64];
+    const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
+    for (int i = count - 1; i >= 0; --i)
+        CUZK_RC(run_pass<false>(ex, x, m, passes[i], w_inv, i == 0 ? scale : nullptr));
     return 0;
 }
 
 template <class Exec>
 int forward_dit(Exec& ex, Fr* x, uint64_t m, PowTable w) {
-    for (uint64_t half = 1; half < m; half *= 2)
-        CUZK_RC(ex.launch(m / 2, DitStage{x, m, half, w}, "NTT DIT stage", 256));
+    Pass passes[64];
+    const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
+    for (int i = 0; i < count; ++i) CUZK_RC(run_pass<true>(ex, x, m, passes[i], w, nullptr));
     return 0;
 }
 
@@ -175,13 +240,11 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     CUZK_RC(ex.sync("NTT upload"));
     const auto t0 = std::chrono::steady_clock::now();
     for (Fr* x : bufs) {
-        CUZK_RC(inverse_dif(ex, x, m, pt[1]));
-        CUZK_RC(ex.launch(m, ScaleBitrev{x, log_m, pt[2]}, "NTT coset scale", 256));
+        CUZK_RC(inverse_dif(ex, x, m, pt[1], &pt[2]));  // then coset scale
         CUZK_RC(forward_dit(ex, x, m, pt[0]));
     }
     CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
-    CUZK_RC(inverse_dif(ex, da.ptr, m, pt[1]));
-    CUZK_RC(ex.launch(m, ScaleBitrev{da.ptr, log_m, pt[3]}, "NTT coset unscale", 256));
+    CUZK_RC(inverse_dif(ex, da.ptr, m, pt[1], &pt[3]));  // then coset unscale
     CUZK_RC(ex.launch(m - 1, GatherBitrev{dh.ptr, da.ptr, log_m}, "NTT bit reversal", 256));
     CUZK_RC(ex.sync("NTT quotient kernels"));
     if (ms) *ms = (float)ms_since(t0);
@@ -199,8 +262,7 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
     CUZK_RC(ex.upload(dx.ptr, x, m));
     CUZK_RC(ex.sync("NTT upload"));
     const auto t0 = std::chrono::steady_clock::now();
-    CUZK_RC(inverse_dif(ex, dx.ptr, m, pt[inverse ? 1 : 0]));
-    if (inverse) CUZK_RC(ex.launch(m, ScaleBitrev{dx.ptr, log_m, pt[2]}, "NTT scale", 256));
+    CUZK_RC(inverse_dif(ex, dx.ptr, m, pt[inverse ? 1 : 0], inverse ? &pt[2] : nullptr));
     CUZK_RC(ex.launch(m, GatherBitrev{dy.ptr, dx.ptr, log_m}, "NTT bit reversal", 256));
     CUZK_RC(ex.sync("NTT kernels"));
     if (ms) *ms = (float)ms_since(t0);
