@@ -28,6 +28,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
+use crate::prove::cuda::backend::dense;
 use crate::prove::cuda::{self, DevicePoints, GpuAffine, Msm, Points};
 use crate::synth::{Density, ProvingAssignment};
 
@@ -137,10 +138,11 @@ fn resident<A>(points: &[A]) -> Result<DevicePoints<A>>
 where
     A: cuda::GpuAffine + UncompressedEncoding + PrimeCurveAffine + Sync,
 {
-    let raw: Vec<u8> = points
-        .par_iter()
-        .flat_map_iter(|p| p.to_uncompressed().as_ref().to_vec())
-        .collect();
+    // Written in place: a collected flat_map would hold the bytes twice (12.9 GB at 2^27).
+    let mut raw = vec![0u8; points.len() * A::RAW_SIZE];
+    raw.par_chunks_mut(A::RAW_SIZE)
+        .zip(points)
+        .for_each(|(r, p)| r.copy_from_slice(p.to_uncompressed().as_ref()));
     DevicePoints::decode(&raw, false)
 }
 
@@ -290,17 +292,6 @@ fn spread(n: usize, k: usize) -> Density {
         })
         .collect();
     Density::from_words(words, n).expect("one bit per variable")
-}
-
-/// The scalars whose density bit is set, in order: the backend's `dense` (private there),
-/// which its A and B phases run on the host.
-fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
-    scalars
-        .par_iter()
-        .enumerate()
-        .filter(|(i, _)| density.get(*i))
-        .map(|(_, s)| *s)
-        .collect()
 }
 
 /// `f()`, then a progress line: what it made, how long it took.
@@ -484,4 +475,26 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_picks_exactly_k_evenly() {
+        for (n, k) in [(328, 1), (1000, 997), (993, 252), (130, 130), (70, 0)] {
+            let d = spread(n, k);
+            assert_eq!((d.len(), d.total()), (n, k));
+            let on: Vec<usize> = (0..n).filter(|&i| d.get(i)).collect();
+            assert!(k == 0 || on[0] == 0, "first variable in for k = {k}");
+            // Gaps between picks differ by at most one.
+            let gaps: Vec<usize> = on.windows(2).map(|w| w[1] - w[0]).collect();
+            let (lo, hi) = (gaps.iter().min(), gaps.iter().max());
+            assert!(
+                lo.zip(hi).is_none_or(|(l, h)| h - l <= 1),
+                "{n} {k}: {gaps:?}"
+            );
+        }
+    }
 }

@@ -106,7 +106,7 @@ pub enum Command {
     },
     /// GPU kernel benchmarks: MSM in G1 (random and witness-like scalars, split on and
     /// off) and G2, NTT, quotient H; warm-up, then the median of --runs runs per size.
-    /// With --partition, one synthetic 32GiB-shape partition's phases instead.
+    /// With --partition, one synthetic 32GiB-shape partition, phase by phase, instead.
     #[command(name = "bench-gpu")]
     BenchGpu {
         /// Smallest size, 2^N.
@@ -493,5 +493,41 @@ mod tests {
         assert!(e.to_string().contains("--msm-window must be auto"), "{e}");
         assert!(config(&["--split-msm", "yes"]).is_err());
         assert!(config(&["--b-g2", "fpga"]).is_err());
+    }
+
+    #[test]
+    fn bench_gpu_partition_flags() {
+        let bench = |args: &[&str]| -> Result<_, clap::Error> {
+            let cli = Cli::try_parse_from(["cuzk-prove", "bench-gpu"].iter().chain(args))?;
+            match cli.command {
+                Some(Command::BenchGpu {
+                    partition,
+                    partition_log,
+                    split_msm,
+                    ..
+                }) => Ok((partition, partition_log, split_msm)),
+                c => panic!("{c:?}"),
+            }
+        };
+        assert_eq!(bench(&[]).unwrap(), (false, 27, Switch::On));
+        assert_eq!(bench(&["--partition"]).unwrap(), (true, 27, Switch::On));
+        let p = bench(&["--partition", "--partition-log", "16", "--split-msm", "off"]);
+        assert_eq!(p.unwrap(), (true, 16, Switch::Off));
+        for (args, msg) in [
+            (
+                &["--partition", "--partition-log", "5"][..],
+                "5 is not in 10..=27",
+            ),
+            (
+                &["--partition", "--partition-log", "28"],
+                "28 is not in 10..=27",
+            ),
+            (&["--partition-log", "16"], "--partition"),
+            (&["--split-msm", "off"], "--partition"),
+            (&["--partition", "--max-log", "20"], "cannot be used with"),
+        ] {
+            let e = bench(args).unwrap_err().to_string();
+            assert!(e.contains(msg), "{args:?}: {e}");
+        }
     }
 }

@@ -123,7 +123,7 @@ impl DeviceWork {
 }
 
 /// The scalars whose density bit is set, in order (the section holds only their points).
-fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
+pub(crate) fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
     scalars
         .par_iter()
         .enumerate()
