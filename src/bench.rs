@@ -28,7 +28,6 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
-use crate::prove::cuda::backend::dense;
 use crate::prove::cuda::{self, DevicePoints, GpuAffine, Msm, Points};
 use crate::synth::{Density, ProvingAssignment};
 
@@ -341,8 +340,8 @@ fn b_msm<P: GpuAffine>(
     w: Msm,
     k: &mut [f64; 2],
 ) -> Result<P::Projective> {
-    let inputs = dense(&p.input_assignment, &p.b_input_density);
-    let aux = dense(&p.aux_assignment, &p.b_aux_density);
+    let inputs = p.b_input_density.select(&p.input_assignment);
+    let aux = p.b_aux_density.select(&p.aux_assignment);
     Ok(msm(set, 0, &inputs, w, k)? + msm(set, p.b_input_density.total(), &aux, w, k)?)
 }
 
@@ -405,7 +404,7 @@ fn partition_once(
         msm(g1, 0, &p.aux_assignment, w, k)
     })?;
     t.phase("MSM a", "", w.split, |k| {
-        let aux = dense(&p.aux_assignment, &p.a_aux_density);
+        let aux = p.a_aux_density.select(&p.aux_assignment);
         let inputs = p.input_assignment.len();
         Ok(msm(g1, 0, &p.input_assignment, w, k)? + msm(g1, inputs, &aux, w, k)?)
     })?;

@@ -72,6 +72,45 @@ impl Density {
         &self.words
     }
 
+    /// The values of the variables in the query, in order (the SRS holds points only for
+    /// those). Chunks of words are counted, then filled in parallel into an output of
+    /// exactly `total` values: a filtered parallel collect of 130 M values took seconds.
+    pub fn select<T: Copy + Default + Send + Sync>(&self, values: &[T]) -> Vec<T> {
+        use rayon::prelude::*;
+        assert_eq!(values.len(), self.len, "density length mismatch");
+        const WORDS: usize = 1 << 12; // 2^18 values per task
+        let counts: Vec<usize> = self
+            .words
+            .par_chunks(WORDS)
+            .map(|c| c.iter().map(|w| w.count_ones() as usize).sum())
+            .collect();
+        let mut out = vec![T::default(); self.total];
+        let mut parts = Vec::with_capacity(counts.len());
+        let mut rest = out.as_mut_slice();
+        for &n in &counts {
+            let (head, tail) = rest.split_at_mut(n);
+            parts.push(head);
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .zip(self.words.par_chunks(WORDS))
+            .enumerate()
+            .for_each(|(k, (dst, words))| {
+                let mut j = 0;
+                for (w, &bits) in words.iter().enumerate() {
+                    let base = (k * WORDS + w) * 64;
+                    let mut b = bits;
+                    while b != 0 {
+                        dst[j] = values[base + b.trailing_zeros() as usize];
+                        j += 1;
+                        b &= b - 1;
+                    }
+                }
+            });
+        out
+    }
+
     /// The set of `len` variables whose bits `words` holds (as [`Self::words`] gives them).
     pub fn from_words(words: Vec<u64>, len: usize) -> anyhow::Result<Self> {
         anyhow::ensure!(
@@ -281,6 +320,45 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn select_keeps_the_values_of_set_bits_in_order() {
+        // Sizes around the parallel chunk (2^18 values) and the word (64), bits from an LCG.
+        for n in [
+            0usize,
+            1,
+            63,
+            64,
+            65,
+            (1 << 18) - 1,
+            1 << 18,
+            (1 << 18) + 70,
+            600_001,
+        ] {
+            let mut x = n as u64 ^ 0x9e37_79b9_7f4a_7c15;
+            let words: Vec<u64> = (0..n.div_ceil(64))
+                .map(|w| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let keep = if (w + 1) * 64 > n {
+                        (1u64 << (n % 64)).wrapping_sub(1)
+                    } else {
+                        !0
+                    };
+                    if n % 64 == 0 {
+                        x
+                    } else {
+                        x & keep
+                    }
+                })
+                .collect();
+            let d = Density::from_words(words, n).unwrap();
+            let values: Vec<u64> = (0..n as u64).map(|i| i * 3 + 1).collect();
+            let want: Vec<u64> = (0..n).filter(|&i| d.get(i)).map(|i| values[i]).collect();
+            assert_eq!(d.select(&values), want, "n = {n}");
+        }
+    }
 
     #[test]
     fn density_counts_each_variable_once() {

@@ -66,11 +66,5 @@ pub fn msm_dense<P: MsmPoint>(points: &[P], scalars: &[Fr], density: &Density) -
         density.total(),
         "density does not match the points"
     );
-    let picked: Vec<Fr> = scalars
-        .par_iter()
-        .enumerate()
-        .filter(|(i, _)| density.get(*i))
-        .map(|(_, s)| *s)
-        .collect();
-    msm(points, &picked)
+    msm(points, &density.select(scalars))
 }

@@ -122,16 +122,6 @@ impl DeviceWork {
     }
 }
 
-/// The scalars whose density bit is set, in order (the section holds only their points).
-pub(crate) fn dense(scalars: &[Fr], density: &Density) -> Vec<Fr> {
-    scalars
-        .par_iter()
-        .enumerate()
-        .filter(|(i, _)| density.get(*i))
-        .map(|(_, s)| *s)
-        .collect()
-}
-
 /// With `--srs-decode cpu`, decoded sections arrive from a helper thread in the order the
 /// MSMs use them, so host decoding overlaps the GPU work (NTT, then the previous section's
 /// MSM). One section in flight at a time bounds memory.
@@ -304,7 +294,7 @@ impl Cuda {
                 .iter()
                 .map(|p| {
                     let inputs = p.input_assignment.len();
-                    let aux = dense(&p.aux_assignment, &p.a_aux_density);
+                    let aux = p.a_aux_density.select(&p.aux_assignment);
                     Ok(pts.msm(0, &p.input_assignment, w, &mut work)?
                         + pts.msm(inputs, &aux, w, &mut work)?)
                 })
@@ -323,8 +313,8 @@ impl Cuda {
             parts
                 .iter()
                 .map(|p| {
-                    let inputs = dense(&p.input_assignment, &p.b_input_density);
-                    let aux = dense(&p.aux_assignment, &p.b_aux_density);
+                    let inputs = p.b_input_density.select(&p.input_assignment);
+                    let aux = p.b_aux_density.select(&p.aux_assignment);
                     Ok(pts.msm(0, &inputs, w, work)?
                         + pts.msm(p.b_input_density.total(), &aux, w, work)?)
                 })
