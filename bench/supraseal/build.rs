@@ -21,9 +21,11 @@ fn main() {
         println!("cargo:rerun-if-env-changed={v}");
     }
 
-    let nvcc = std::env::var_os("NVCC").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("supraseal-c2-bench needs nvcc: set NVCC to its path (see README.md)")
-    });
+    let nvcc = std::env::var_os("NVCC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!("supraseal-c2-bench needs nvcc: set NVCC to its path (see README.md)")
+        });
     let root = nvcc
         .canonicalize()
         .unwrap_or_else(|_| nvcc.clone())
@@ -46,7 +48,10 @@ fn main() {
                 .join("stub")
         });
     if stub.join("libcuda.so").exists() {
-        println!("cargo:rerun-if-changed={}", stub.join("libcuda.so.1").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            stub.join("libcuda.so.1").display()
+        );
         println!("cargo:rustc-link-search=native={}", stub.display());
     } else {
         println!(

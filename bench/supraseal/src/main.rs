@@ -156,8 +156,8 @@ struct Meta {
 fn read_meta(path: &Path) -> Result<Meta> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read meta file {}", path.display()))?;
-    let m: MetaJson = serde_json::from_str(&text)
-        .with_context(|| format!("bad meta file {}", path.display()))?;
+    let m: MetaJson =
+        serde_json::from_str(&text).with_context(|| format!("bad meta file {}", path.display()))?;
     let registered_proof: RegisteredSealProof =
         serde_json::from_value(Value::String(m.registered_proof.clone())).map_err(|_| {
             anyhow!(
@@ -207,10 +207,11 @@ fn hex32(s: &str) -> Result<[u8; 32]> {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().fold(String::with_capacity(2 * b.len()), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    b.iter()
+        .fold(String::with_capacity(2 * b.len()), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
 }
 
 /// The C1 must describe the same sector as meta.json, or verification would fail for
@@ -435,6 +436,16 @@ fn run(args: Args) -> Result<()> {
         let out = no_panic("seal_commit_phase2", || {
             seal_commit_phase2(input, meta.prover_id, sector_id).map_err(anyhow::Error::from)
         })
+        .map_err(|e| {
+            if format!("{e:#}").contains("No CUDA devices") {
+                e.context(
+                    "supraseal-c2 has no CPU fallback: it needs an NVIDIA GPU visible to the \
+                     CUDA runtime (check nvidia-smi and CUDA_VISIBLE_DEVICES)",
+                )
+            } else {
+                e
+            }
+        })
         .with_context(|| format!("run {run}: seal_commit_phase2 failed"))?;
         let seconds = t.elapsed().as_secs_f64();
         let split = *SPLIT.lock().unwrap_or_else(|p| p.into_inner());
@@ -550,7 +561,11 @@ fn print_row(r: &RunResult) {
         secs(r.split.synthesis_s),
         secs(r.split.prover_s),
         r.verify_seconds,
-        if r.verified { "verified" } else { "NOT VERIFIED" }
+        if r.verified {
+            "verified"
+        } else {
+            "NOT VERIFIED"
+        }
     );
 }
 
