@@ -100,6 +100,7 @@ fn build_cuda(nvcc: &Path) {
         "cuda/field/fr_test.cu",
         "cuda/field/fp_test.cu",
         "cuda/msm/msm.cu",
+        "cuda/msm/scalars.cu",
         "cuda/srs/points.cu",
         "cuda/ntt/ntt.cu",
     ] {

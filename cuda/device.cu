@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "error.cuh"
+#include "exec.cuh"
 
 // Number of CUDA devices; 0 (not an error) when there is no driver or no GPU.
 extern "C" int cuzk_device_count(int* count, char* err, size_t errlen) {
@@ -29,3 +30,14 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
     CUZK_CHECK(cudaSetDevice(dev));
     return 0;
 }
+
+// Free and total memory of the current device, in bytes.
+extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t errlen) {
+    *free_b = *total_b = 0;
+    CUZK_CHECK(cudaMemGetInfo(free_b, total_b));
+    return 0;
+}
+
+// Whether large host<->device copies of the MSM and NTT page-lock their host buffers
+// (exec.cuh, HostPin): the --pin switch.
+extern "C" void cuzk_set_pin_transfers(int on) { cuzk::pin_transfers() = on != 0; }

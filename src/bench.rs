@@ -28,7 +28,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
-use crate::prove::cuda::{self, DevicePoints, GpuAffine, Msm, Points};
+use crate::prove::cuda::{self, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
 use crate::synth::{Density, ProvingAssignment};
 
 const CHUNK: usize = 1 << 14;
@@ -323,14 +323,24 @@ where
 fn msm<P: GpuAffine>(
     set: &DevicePoints<P>,
     offset: usize,
-    s: &[Fr],
+    s: Scalars,
     cfg: Msm,
     k: &mut [f64; 2],
 ) -> Result<P::Projective> {
-    let (p, r) = cuda::msm_points(Points::Device(set, offset), s, cfg)?;
+    let (p, r) = cuda::msm_with(Points::Device(set, offset), s, cfg)?;
     k[0] += r.split_ms as f64;
     k[1] += r.buckets_ms as f64;
     Ok(p)
+}
+
+/// All of a device scalar set.
+fn all(s: &DeviceScalars) -> Scalars<'_> {
+    Scalars::Device(s, 0, s.len())
+}
+
+/// The aux assignment uploaded, narrowed on the device to a query's variables.
+fn aux_of(p: &ProvingAssignment, density: &Density) -> Result<DeviceScalars> {
+    DeviceScalars::upload(&p.aux_assignment, false)?.select(density)
 }
 
 /// B in G1 or G2 as the backend's `b_products`: B's dense inputs, then its dense aux.
@@ -341,8 +351,9 @@ fn b_msm<P: GpuAffine>(
     k: &mut [f64; 2],
 ) -> Result<P::Projective> {
     let inputs = p.b_input_density.select(&p.input_assignment);
-    let aux = p.b_aux_density.select(&p.aux_assignment);
-    Ok(msm(set, 0, &inputs, w, k)? + msm(set, p.b_input_density.total(), &aux, w, k)?)
+    let aux = aux_of(p, &p.b_aux_density)?;
+    Ok(msm(set, 0, Scalars::Host(&inputs), w, k)?
+        + msm(set, p.b_input_density.total(), all(&aux), w, k)?)
 }
 
 /// One partition run's rows, (name, ms) in order, and the sums for the totals.
@@ -393,20 +404,22 @@ fn partition_once(
 ) -> Result<Timed> {
     let mut t = Timed::default();
     let h = t.phase("H", " (NTT, with transfers)", false, |k| {
-        let (h, ms) = cuda::ntt::quotient(&p.a, &p.b, &p.c)?;
+        let (h, ms) = cuda::ntt::quotient_to_device(&p.a, &p.b, &p.c, false)?;
         k[1] = ms as f64;
         Ok(h)
     })?;
     let h_cfg = Msm { split: false, ..w };
-    t.phase("MSM h", "", false, |k| msm(g1, 0, &h, h_cfg, k))?;
+    t.phase("MSM h", "", false, |k| msm(g1, 0, all(&h), h_cfg, k))?;
     drop(h);
     t.phase("MSM l", "", w.split, |k| {
-        msm(g1, 0, &p.aux_assignment, w, k)
+        let aux = DeviceScalars::upload(&p.aux_assignment, false)?;
+        msm(g1, 0, all(&aux), w, k)
     })?;
     t.phase("MSM a", "", w.split, |k| {
-        let aux = p.a_aux_density.select(&p.aux_assignment);
+        let aux = aux_of(p, &p.a_aux_density)?;
         let inputs = p.input_assignment.len();
-        Ok(msm(g1, 0, &p.input_assignment, w, k)? + msm(g1, inputs, &aux, w, k)?)
+        Ok(msm(g1, 0, Scalars::Host(&p.input_assignment), w, k)?
+            + msm(g1, inputs, all(&aux), w, k)?)
     })?;
     t.phase("MSM b_g1", "", w.split, |k| b_msm(g1, p, w, k))?;
     t.phase("MSM b_g2", "", w.split, |k| b_msm(g2, p, w, k))?;

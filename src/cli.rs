@@ -143,6 +143,9 @@ pub enum Command {
             requires = "partition"
         )]
         split_msm: Switch,
+        /// Page-lock host buffers for large copies (the prover's --pin).
+        #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+        pin: Switch,
         #[arg(long, value_name = "N", default_value_t = 5)]
         runs: usize,
         /// Which GPU (0-based).
@@ -266,9 +269,9 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = SrsDecode::Gpu)]
     pub srs_decode: SrsDecode,
 
-    /// Page-lock each mapped SRS section while the CUDA backend copies it to the GPU
-    /// (faster DMA, no staging copy; costs the page-locking; falls back to pageable
-    /// copies with a warning when the system refuses).
+    /// Page-lock host memory for the CUDA backend's large copies: each mapped SRS section,
+    /// the NTT's inputs and output, the MSMs' scalars (DMA at bus speed, no staging copy;
+    /// costs the page-locking; falls back to pageable copies when the system refuses).
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub pin: Switch,
 
@@ -345,7 +348,7 @@ pub struct Config {
     pub b_g2: BG2,
     /// Where the CUDA backend decodes SRS points.
     pub srs_decode: SrsDecode,
-    /// Page-lock SRS sections for their copy to the GPU.
+    /// Page-lock host memory for large copies to and from the GPU.
     pub pin: bool,
     pub synth_threads: usize,
     pub presize: bool,

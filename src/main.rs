@@ -142,6 +142,7 @@ fn real_main(cli: Cli) -> Result<()> {
             partition,
             partition_log,
             split_msm,
+            pin,
             runs,
             gpu,
             zeros,
@@ -152,6 +153,7 @@ fn real_main(cli: Cli) -> Result<()> {
             if let Some(j) = &json {
                 output::check_path(j)?;
             }
+            cuzk_prove::prove::cuda::set_pin_transfers(pin == cuzk_prove::cli::Switch::On);
             let rows = cuzk_prove::bench::run(&cuzk_prove::bench::Options {
                 min_log,
                 max_log,

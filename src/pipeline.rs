@@ -2,6 +2,7 @@
 //! report.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::groth16::Proof;
@@ -117,6 +118,7 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
 /// the GPU when both are there, else the CPU.
 fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
     let cuda = || -> Box<dyn Backend> {
+        prove::cuda::set_pin_transfers(cfg.pin);
         Box::new(Cuda {
             msm: prove::cuda::Msm {
                 window: cfg.msm_window,
@@ -126,6 +128,7 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             srs_decode: cfg.srs_decode,
             gpu: cfg.gpu,
             pin: cfg.pin,
+            resident: Default::default(),
         })
     };
     Ok(match cfg.device {
@@ -217,7 +220,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
 
     let params_path = locate_params(cfg, proof, &mut t)?;
-    let srs = t.time("map + check SRS", || -> Result<Srs> {
+    let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
         let srs = Srs::open(&params_path)?;
         let vk_path = params_path.with_extension("vk");
         if let Ok(vk) = std::fs::read(&vk_path) {
@@ -228,7 +231,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
                 params_path.display()
             );
         }
-        Ok(srs)
+        Ok(Arc::new(srs))
     })?;
     // Test parameters carry a label in their .meta file; say so wherever they are used.
     let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
@@ -259,6 +262,9 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         return done(t, report);
     }
 
+    if cfg.stop_after != Some(Phase::Synth) {
+        backend.prefetch(&srs)?;
+    }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(cfg.synth_threads)
         .build()?;

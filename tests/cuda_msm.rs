@@ -575,3 +575,73 @@ fn real_srs_sections_decode_on_device() {
     }
     real_sections(false);
 }
+
+// ---------------------------------------------------------------- scalars on the device
+
+/// Scalars uploaded once and narrowed on the device by a density (the backend's A and B
+/// path) equal the host's selection, and an MSM reading them (over a decoded point set at
+/// an offset, as the prover's) equals blstrs.
+fn check_device_scalars(emulate: bool) {
+    use cuzk_prove::synth::Density;
+    let sizes: &[(usize, usize)] = if emulate {
+        &[(1, 1), (130, 3), (2051, 4)] // the host emulation is slow
+    } else {
+        &[(1, 1), (130, 3), (4099, 4), (70_001, 7)]
+    };
+    for &(n, every) in sizes {
+        let s = bench::witness_scalars(n, 40, 40, n as u64);
+        let mut words = vec![0u64; n.div_ceil(64)];
+        for i in (0..n).filter(|i| i % every != 1) {
+            words[i / 64] |= 1 << (i % 64);
+        }
+        let d = Density::from_words(words, n).unwrap();
+        let want = d.select(&s);
+        let up = cuda::DeviceScalars::upload(&s, emulate).unwrap();
+        assert_eq!(up.read().unwrap(), s, "upload n = {n}");
+        let sel = up.select(&d).unwrap();
+        assert_eq!(sel.read().unwrap(), want, "select n = {n}");
+
+        let pts = points::<G1Projective>(want.len() + 5, 9);
+        let raw: Vec<u8> = pts
+            .iter()
+            .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+            .collect();
+        let set = if emulate {
+            cuda::DevicePoints::<G1Affine>::decode_emulated(&raw).unwrap()
+        } else {
+            cuda::DevicePoints::<G1Affine>::decode(&raw, false).unwrap()
+        };
+        for split in [false, true] {
+            let cfg = Msm { window: 0, split };
+            let all = cuda::Scalars::Device(&sel, 0, sel.len());
+            let (got, _) = cuda::msm_with(cuda::Points::Device(&set, 5), all, cfg).unwrap();
+            let want_p = G1Projective::reference(&pts[5..], &want);
+            assert_eq!(got, want_p, "MSM of device scalars, n = {n}, split {split}");
+        }
+    }
+    // A bad density is refused with a message, not a crash.
+    let up = cuda::DeviceScalars::upload(&scalars(10, 1), emulate).unwrap();
+    let d = Density::from_words(vec![0b111], 3).unwrap();
+    assert!(up.select(&d).is_err());
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn device_scalars_select_and_msm_emulated() {
+    check_device_scalars(true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn device_scalars_select_and_msm() {
+    if !gpu_or_skip() {
+        return;
+    }
+    check_device_scalars(false);
+}

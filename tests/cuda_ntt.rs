@@ -117,12 +117,37 @@ fn quotient_matches_cpu() {
 
 /// The kernels' per-thread code run on the host: checks the algorithm on machines without
 /// a GPU (CI), against the CPU backend.
+/// H left on the device (for the H MSM) holds what the host copy would.
+fn check_quotient_to_device(emulate: bool) {
+    let mut rng = ChaCha20Rng::seed_from_u64(24);
+    for n in [1usize, 2, 5, 1000, 4097] {
+        let (a, b, c) = (random(n, &mut rng), random(n, &mut rng), random(n, &mut rng));
+        let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
+        let (h, _) = cuda::ntt::quotient_to_device(&a, &b, &c, emulate).unwrap();
+        assert_eq!(h.len(), cpu.len(), "n = {n}");
+        assert!(h.read().unwrap() == cpu, "H on the device differs for n = {n}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn quotient_to_device_matches_cpu() {
+    if !gpu_or_skip() {
+        return;
+    }
+    check_quotient_to_device(false);
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),
     ignore = "SKIPPED: built without CUDA (nvcc not found)"
 )]
 fn emulated_ntt_and_quotient_match_cpu() {
+    check_quotient_to_device(true);
     let mut rng = ChaCha20Rng::seed_from_u64(23);
     for log_n in [1u32, 2, 3, 4, 5, 6, 7, 11] {
         let d = Domain::for_len(1 << log_n).unwrap();

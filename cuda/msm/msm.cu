@@ -3,15 +3,29 @@
 // come from host memory or from a decoded SRS section already on the device (srs/).
 #include "../srs/points.cuh"
 #include "pippenger.cuh"
+#include "scalars.cuh"
 
 namespace {
 
 template <class F>
-int msm_entry(const void* set, size_t offset, const void* points, const void* scalars, size_t n,
-              int window, int split, int emulate, void* out, size_t out_cap, uint32_t* c_out,
-              uint32_t* windows_out, uint64_t* split_counts, float* ms, char* err,
-              size_t errlen) {
+int msm_entry(const void* set, size_t offset, const void* points, const void* scalar_set,
+              size_t scalar_offset, const void* scalars, size_t n, int window, int split,
+              int emulate, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+              uint64_t* split_counts, float* ms, char* err, size_t errlen) {
     try {
+        const cuzk::FrMont* resident_scalars = nullptr;
+        if (scalar_set) {
+            const auto* ss = (const cuzk::ScalarSet*)scalar_set;
+            if (ss->emulate != (emulate != 0) || scalar_offset > ss->n ||
+                n > ss->n - scalar_offset) {
+                snprintf(err, errlen,
+                         "MSM over scalars [%zu, %zu) of a set of %zu (%s) called on the %s",
+                         scalar_offset, scalar_offset + n, ss->n,
+                         ss->emulate ? "host" : "device", emulate ? "host" : "device");
+                return -1;
+            }
+            resident_scalars = ss->ptr() + scalar_offset;
+        }
         const cuzk::Affine<F>* resident = nullptr;
         if (set) {
             const auto* ps = (const cuzk::srs::PointSet*)set;
@@ -29,12 +43,14 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
         }
         if (emulate) {
             cuzk::HostExec ex{err, errlen};
-            return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
-                                             out_cap, c_out, windows_out, split_counts, ms);
+            return cuzk::msm::msm_windows<F>(ex, resident, points, resident_scalars, scalars, n,
+                                             window, split, out, out_cap, c_out, windows_out,
+                                             split_counts, ms);
         }
         cuzk::DeviceExec ex{err, errlen};
-        return cuzk::msm::msm_windows<F>(ex, resident, points, scalars, n, window, split, out,
-                                         out_cap, c_out, windows_out, split_counts, ms);
+        return cuzk::msm::msm_windows<F>(ex, resident, points, resident_scalars, scalars, n,
+                                         window, split, out, out_cap, c_out, windows_out,
+                                         split_counts, ms);
     } catch (const std::exception& e) {  // never unwind into Rust
         snprintf(err, errlen, "MSM: %s", e.what());
         return -1;
@@ -45,7 +61,9 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 
 // Σ scalars[i]·points[i] over G1 as per-window sums. The points are points[offset..][..n]
 // of the decoded SRS set `set` (cuzk_points_new) when set is not null, else the host array
-// `points`: blst_p1_affine[n] (infinity = all zero). scalars are blst_fr[n] (Montgomery),
+// `points`: blst_p1_affine[n] (infinity = all zero). The scalars are
+// scalar_set[scalar_offset..][..n] (cuzk_scalars_new) when scalar_set is not null, else the
+// host array `scalars`: blst_fr[n] (Montgomery);
 // window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
 // to one by batch addition and drops zeros before the buckets; split_counts (nullable)
 // receives [ones, bucketed], ms (nullable) the compute milliseconds [split, buckets].
@@ -53,18 +71,22 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 // size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on
 // the host (tests without a GPU). Returns 0, or non-zero with err set.
 extern "C" int cuzk_msm_g1(const void* set, size_t offset, const void* points,
-                           const void* scalars, size_t n, int window, int split, int emulate,
-                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           const void* scalar_set, size_t scalar_offset, const void* scalars,
+                           size_t n, int window, int split, int emulate, void* out,
+                           size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
                            uint64_t* split_counts, float* ms, char* err, size_t errlen) {
-    return msm_entry<cuzk::Fp>(set, offset, points, scalars, n, window, split, emulate, out,
-                               out_cap, c_out, windows_out, split_counts, ms, err, errlen);
+    return msm_entry<cuzk::Fp>(set, offset, points, scalar_set, scalar_offset, scalars, n,
+                               window, split, emulate, out, out_cap, c_out, windows_out,
+                               split_counts, ms, err, errlen);
 }
 
 // The same over G2: points blst_p2_affine, out blst_p2 (Jacobian over Fp2).
 extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
-                           const void* scalars, size_t n, int window, int split, int emulate,
-                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           const void* scalar_set, size_t scalar_offset, const void* scalars,
+                           size_t n, int window, int split, int emulate, void* out,
+                           size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
                            uint64_t* split_counts, float* ms, char* err, size_t errlen) {
-    return msm_entry<cuzk::Fp2>(set, offset, points, scalars, n, window, split, emulate, out,
-                                out_cap, c_out, windows_out, split_counts, ms, err, errlen);
+    return msm_entry<cuzk::Fp2>(set, offset, points, scalar_set, scalar_offset, scalars, n,
+                                window, split, emulate, out, out_cap, c_out, windows_out,
+                                split_counts, ms, err, errlen);
 }

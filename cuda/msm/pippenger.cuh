@@ -437,9 +437,11 @@ struct Pippenger {
     // Σ scalars·points as window sums (Jacobian, into host memory out_h[0..*windows_out));
     // window 0 picks c from the number of scalars that reach the buckets. The points are
     // in the executor's memory already (resident, e.g. decoded SRS) or else uploaded from
-    // points_h.
-    int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_h,
-            size_t n, unsigned window, bool split, Jacobian<F>* out_h, size_t out_cap,
+    // points_h; likewise the scalars (scalars_d, copied since the MSM consumes its copy,
+    // or scalars_h).
+    int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_d,
+            const FrMont* scalars_h, size_t n, unsigned window, bool split, Jacobian<F>* out_h,
+            size_t out_cap,
             unsigned* c_out, unsigned* windows_out, uint64_t* split_counts, float* ms) {
         using clock = std::chrono::steady_clock;
         auto ms_since = [](clock::time_point t) {
@@ -459,7 +461,10 @@ struct Pippenger {
         }
         Buf<FrMont> scalars;
         CUZK_RC(ex.alloc(scalars, n, "scalars"));
-        CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
+        if (scalars_d)
+            CUZK_RC(ex.copy(scalars.ptr, scalars_d, n));
+        else
+            CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
 
         size_t m = n, n_ones = 0;
         Buf<uint32_t> tail_idx;
@@ -604,13 +609,15 @@ struct Pippenger {
 // c = *c_out. n = 0 writes no windows. split ≠ 0 takes the scalars 0 and 1 out of the
 // buckets (see the top of this file); split_counts, when not null, receives the number of
 // ones and of scalars that went through the buckets (with split off: 0 and n). The points
-// are `resident` (executor memory) when that is not null, else the host array `points`.
+// are `resident` (executor memory) when that is not null, else the host array `points`;
+// the scalars likewise `resident_scalars`, else the host array `scalars`.
 // ms, when not null, receives the compute time in milliseconds of the split (classifying
 // the scalars and batch-adding the ones) and of the rest (buckets, windows), transfers
 // excluded.
 template <class F, class Exec>
-int msm_windows(Exec& ex, const void* resident, const void* points, const void* scalars,
-                size_t n, int window, int split, void* out, size_t out_cap, uint32_t* c_out,
+int msm_windows(Exec& ex, const void* resident, const void* points,
+                const void* resident_scalars, const void* scalars, size_t n, int window,
+                int split, void* out, size_t out_cap, uint32_t* c_out,
                 uint32_t* windows_out, uint64_t* split_counts, float* ms) {
     char* err = ex.err;
     size_t errlen = ex.errlen;
@@ -626,9 +633,9 @@ int msm_windows(Exec& ex, const void* resident, const void* points, const void* 
     if (n == 0) return 0;
     Pippenger<F, Exec> p{ex, err, errlen};
     unsigned c, windows;
-    CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points, (const FrMont*)scalars,
-                  n, (unsigned)window, split != 0, (Jacobian<F>*)out, out_cap, &c, &windows,
-                  split_counts, ms));
+    CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points,
+                  (const FrMont*)resident_scalars, (const FrMont*)scalars, n, (unsigned)window,
+                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
     *c_out = c;
     *windows_out = windows;
     return 0;

@@ -22,12 +22,14 @@
 // kernels or, for tests on machines without a GPU, on the host (with small blocks there,
 // so the tests cross several passes).
 #include <algorithm>
+#include <new>
 #include <chrono>
 #include <cstdint>
 #include <type_traits>
 
 #include "../exec.cuh"
 #include "../field/fp.cuh"
+#include "../msm/scalars.cuh"
 
 namespace {
 
@@ -50,10 +52,24 @@ CUZK_HD uint64_t rev(uint64_t i, unsigned log_m) {
 #endif
 }
 
+// r[i] = ω_(2^R)^i for i < 2^(R−1): the twiddles of every stage of a pass, read without a
+// product (R ≥ the pass's K).
+struct Roots {
+    const Fr* r;
+    unsigned R;
+};
+
 // Stages [s, s + K) of a transform of m = 2^log_m elements (DIT: half-sizes increasing,
 // DIF: decreasing), on the 2^(K+q) elements of one block (see the top of the file).
 // Local index l = (t << q) | low: t the position in the sub-transform, low the lane;
 // block bits fill the index's bits [q, s) and [s + K, log_m).
+//
+// Stage s + kk's twiddle for a butterfly at sub-transform offset j and lane λ (the index
+// mod 2^s) is ω_(2^(kk+1))^j · ζ^(2^(K−kk−1)) with ζ = ω_(2^(s+K))^λ. A network with such
+// twiddles equals the plain 2^K-point one on inputs twisted by ζ^u (u the natural index
+// of the input, rev_K(t) for DIT's bit-reversed inputs), or for DIF on outputs twisted
+// likewise: so each element takes one twist product per pass instead of a twiddle
+// product per butterfly, and the butterflies read plain roots (Roots).
 // With `scaled`, each element leaves multiplied by scale^rev(index) (the coset scaling
 // that follows an inverse transform, saved a pass over memory).
 template <bool DIT>
@@ -61,7 +77,8 @@ struct FusedStages {
     Fr* x;
     uint64_t m;
     unsigned log_m, s, K, q;
-    PowTable w;
+    Roots roots;
+    PowTable w;  // ω_m, for the twists
     bool scaled;
     PowTable scale;
     CUZK_HD uint64_t index(size_t block, uint64_t l) const {
@@ -69,24 +86,31 @@ struct FusedStages {
         const uint64_t b_mid = block & ((1ull << (s - q)) - 1), b_top = block >> (s - q);
         return (b_top << (s + K)) | (t << s) | (b_mid << q) | low;
     }
+    // ζ^rev_K(t) for the lane of local index l: ω_m^(λ·rev_K(t)·m/2^(s+K)).
+    CUZK_HD Fr twist(size_t block, uint64_t l) const {
+        const uint64_t lane = ((block & ((1ull << (s - q)) - 1)) << q) | (l & ((1ull << q) - 1));
+        return w.at((lane * rev(l >> q, K)) << (log_m - s - K));
+    }
     template <class Ctx>
     CUZK_HD void operator()(size_t block, Ctx& ctx) const {
         Fr* sh = (Fr*)ctx.shared;
         const uint64_t E = 1ull << (K + q), lanes = 1ull << q;
-        const uint64_t b_mid = block & ((1ull << (s - q)) - 1);
-        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) sh[l] = x[index(block, l)];
+        const bool twisted = s > 0;  // the first pass's lane is always 0
+        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) {
+            const Fr v = x[index(block, l)];
+            sh[l] = DIT && twisted ? cuzk::mul(v, twist(block, l)) : v;
+        }
         ctx.sync();
         for (unsigned k = 0; k < K; ++k) {
             const unsigned kk = DIT ? k : K - 1 - k;
-            const uint64_t half = 1ull << kk;        // in sub-transform positions
-            const uint64_t stride = m >> (s + kk + 1);  // ω_m^stride: a 2^(s+kk+1)-th root
+            const uint64_t half = 1ull << kk;  // in sub-transform positions
+            const unsigned shift = roots.R - kk - 1;
             for (uint64_t u = ctx.tid; u < E / 2; u += ctx.threads) {
                 const uint64_t low = u & (lanes - 1), bt = u >> q;
                 const uint64_t j = bt & (half - 1);
                 const uint64_t t_lo = ((bt - j) << 1) + j;
                 const uint64_t l_lo = (t_lo << q) | low, l_hi = l_lo + (half << q);
-                // The global butterfly's j: the index mod 2^(s+kk).
-                const Fr tw = w.at(((j << s) | (b_mid << q) | low) * stride);
+                const Fr tw = roots.r[j << shift];
                 const Fr a = sh[l_lo], b = sh[l_hi];
                 if (DIT) {
                     const Fr v = cuzk::mul(b, tw);
@@ -101,9 +125,19 @@ struct FusedStages {
         }
         for (uint64_t l = ctx.tid; l < E; l += ctx.threads) {
             const uint64_t g = index(block, l);
-            x[g] = scaled ? cuzk::mul(sh[l], scale.at(rev(g, log_m))) : sh[l];
+            Fr v = sh[l];
+            if (!DIT && twisted) v = cuzk::mul(v, twist(block, l));
+            x[g] = scaled ? cuzk::mul(v, scale.at(rev(g, log_m))) : v;
         }
     }
+};
+
+// r[i] = w^(i·step)
+struct RootsFn {
+    Fr* r;
+    PowTable w;
+    uint64_t step;
+    CUZK_HD void operator()(size_t i) const { r[i] = w.at(i * step); }
 };
 
 // a = (a·b − c)·z
@@ -186,13 +220,26 @@ int plan(unsigned log_m, Pass* passes) {
     return count;
 }
 
+// The passes' roots of unity for a transform of m by ω = w: 2^(R−1) of them, R the
+// largest pass (every pass's K ≤ R ≤ log_m).
+template <class Exec>
+int make_roots(Exec& ex, typename Exec::template Buf<Fr>& buf, uint64_t m, PowTable w,
+               Roots* out) {
+    const unsigned log_m = (unsigned)__builtin_ctzll(m);
+    const unsigned R = std::min(block_log<Exec>(), log_m);
+    CUZK_RC(ex.alloc(buf, 1ull << (R - 1), "NTT roots"));
+    CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{buf.ptr, w, m >> R}, "NTT roots", 256));
+    *out = Roots{buf.ptr, R};
+    return 0;
+}
+
 template <bool DIT, class Exec>
-int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, PowTable w, const PowTable* scale) {
+int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
+             const PowTable* scale) {
     const unsigned e_log = p.K + p.q;
     return ex.launch_blocks(m >> e_log, BLOCK_THREADS, (sizeof(Fr) << e_log),
-                            FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q, w,
-                                             scale != nullptr,
-                                             scale ? *scale : w},
+                            FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
+                                             roots, w, scale != nullptr, scale ? *scale : w},
                             DIT ? "NTT DIT stages" : "NTT DIF stages");
 }
 
@@ -202,8 +249,11 @@ template <class Exec>
 int inverse_dif(Exec& ex, Fr* x, uint64_t m, PowTable w_inv, const PowTable* scale) {
     Pass passes[64];
     const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
+    typename Exec::template Buf<Fr> buf;
+    Roots roots;
+    CUZK_RC(make_roots(ex, buf, m, w_inv, &roots));
     for (int i = count - 1; i >= 0; --i)
-        CUZK_RC(run_pass<false>(ex, x, m, passes[i], w_inv, i == 0 ? scale : nullptr));
+        CUZK_RC(run_pass<false>(ex, x, m, passes[i], roots, w_inv, i == 0 ? scale : nullptr));
     return 0;
 }
 
@@ -211,7 +261,11 @@ template <class Exec>
 int forward_dit(Exec& ex, Fr* x, uint64_t m, PowTable w) {
     Pass passes[64];
     const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
-    for (int i = 0; i < count; ++i) CUZK_RC(run_pass<true>(ex, x, m, passes[i], w, nullptr));
+    typename Exec::template Buf<Fr> buf;
+    Roots roots;
+    CUZK_RC(make_roots(ex, buf, m, w, &roots));
+    for (int i = 0; i < count; ++i)
+        CUZK_RC(run_pass<true>(ex, x, m, passes[i], roots, w, nullptr));
     return 0;
 }
 
@@ -220,11 +274,15 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
         .count();
 }
 
+// H into host memory h, or (h_set not null) into a new scalar set *h_set, for an MSM that
+// reads it where it is.
 template <class Exec>
 int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned log_m,
-             const CuzkPowTables& tables, const Fr& z_inv, Fr* h, float* ms) {
+             const CuzkPowTables& tables, const Fr& z_inv, Fr* h, cuzk::ScalarSet* h_set,
+             float* ms) {
     const uint64_t m = 1ull << log_m;
-    typename Exec::template Buf<Fr> da, db, dc, dh, dtab;
+    typename Exec::template Buf<Fr> da, db, dc, dtab, own_h;
+    auto& dh = h_set ? cuzk::storage(*h_set, ex) : own_h;
     CUZK_RC(ex.alloc(da, m, "NTT a"));
     CUZK_RC(ex.alloc(db, m, "NTT b"));
     CUZK_RC(ex.alloc(dc, m, "NTT c"));
@@ -248,6 +306,10 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     CUZK_RC(ex.launch(m - 1, GatherBitrev{dh.ptr, da.ptr, log_m}, "NTT bit reversal", 256));
     CUZK_RC(ex.sync("NTT quotient kernels"));
     if (ms) *ms = (float)ms_since(t0);
+    if (h_set) {
+        h_set->n = m - 1;
+        return 0;
+    }
     return ex.download(h, dh.ptr, m - 1);
 }
 
@@ -287,21 +349,39 @@ int with_exec(int emulate, char* err, size_t errlen, Fn fn) {
 }  // namespace
 
 // H from the evaluations a, b, c (n ≤ m = 2^log_m each, zero-padded to m): writes m − 1
-// coefficients to h (host buffers). tables: ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹.
+// coefficients to h (host buffers), or, when h_set is not null, leaves them in a new
+// scalar set *h_set (cuzk_scalars_free) for an MSM to read on the device. tables: ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹.
 // *ms gets the compute time (uploads and download excluded). emulate ≠ 0 runs on the host.
 // Returns 0, or non-zero with err set.
 extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n,
                                  unsigned log_m, CuzkPowTables tables, const Fr* z_inv, Fr* h,
-                                 int emulate, float* ms, char* err, size_t errlen) {
+                                 void** h_set, int emulate, float* ms, char* err,
+                                 size_t errlen) {
     if (log_m > 32 || n > (1ull << log_m)) {
         snprintf(err, errlen, "cuzk_ntt_quotient: %zu evaluations do not fit the domain 2^%u",
                  n, log_m);
         return -1;
     }
-    if (log_m == 0) return 0;  // m = 1: H has no coefficients
-    return with_exec(emulate, err, errlen, [&](auto& ex) {
-        return quotient(ex, a, b, c, n, log_m, tables, *z_inv, h, ms);
-    });
+    cuzk::ScalarSet* set = nullptr;
+    if (h_set) {
+        *h_set = nullptr;
+        set = new (std::nothrow) cuzk::ScalarSet{};
+        if (!set) {
+            snprintf(err, errlen, "cuzk_ntt_quotient: out of host memory");
+            return -1;
+        }
+        set->emulate = emulate != 0;
+    }
+    const int rc = log_m == 0 ? 0  // m = 1: H has no coefficients
+                              : with_exec(emulate, err, errlen, [&](auto& ex) {
+                                    return quotient(ex, a, b, c, n, log_m, tables, *z_inv, h,
+                                                    set, ms);
+                                });
+    if (set) {
+        if (rc != 0) delete set;
+        else *h_set = set;
+    }
+    return rc;
 }
 
 // In-place NTT of x (2^log_m elements, natural order in and out): forward, or inverse

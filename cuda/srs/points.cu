@@ -47,6 +47,7 @@ extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, i
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->host, raw, n, bad);
         } else {
             cuzk::DeviceExec ex{err, errlen};
+            ex.pin = false;  // registered above (read-only mapping), or --pin off
             rc = g2 ? cuzk::srs::upload_decode<cuzk::Fp2>(ex, ps->dev, raw, n, bad)
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->dev, raw, n, bad);
         }

@@ -50,6 +50,11 @@ pub struct Products {
 /// A prover backend.
 pub trait Backend {
     fn name(&self) -> &'static str;
+    /// Starts, in the background, whatever `products` will need from the SRS (the CUDA
+    /// backend: every section decoded on the GPU), so that it overlaps synthesis.
+    fn prefetch(&self, _srs: &std::sync::Arc<Srs>) -> Result<()> {
+        Ok(())
+    }
     /// Computes the products of every assignment (consuming their a, b, c evaluations).
     fn products(
         &self,

@@ -10,22 +10,27 @@
 //! batch-adds the points of scalars equal to one and buckets only the rest. `--b-g2 cpu`
 //! computes B in G2 with blst on the host cores, overlapping all the GPU work.
 //!
-//! Not yet here (issue 4): sections resident across --max-circuits batches, pinned
-//! double-buffered staging, upload of the next section during the current MSM.
+//! The SRS goes to the GPU while the partitions are synthesized (`prefetch`, started by
+//! the pipeline before synthesis): every section is decoded on the device by a helper
+//! thread and stays resident for every batch of the run (`--max-circuits`). When the GPU
+//! lacks the room for all sections plus the MSMs' scratch, each section is instead
+//! uploaded and decoded just before its MSM and freed after it.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use blstrs::{G1Affine, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
-use rayon::prelude::*;
 
-use super::{msm_points, ntt, DevicePoints, GpuAffine, Msm, MsmReport, Points};
+use super::{
+    msm_with, ntt, DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
+};
 use crate::input::srs::{Section, Srs, SrsPoint};
 use crate::prove::{cpu, Backend, Products};
 use crate::report::Timings;
-use crate::synth::{Density, ProvingAssignment};
+use crate::synth::ProvingAssignment;
 
 /// Where B in G2 is computed (`--b-g2`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -57,15 +62,66 @@ pub struct Cuda {
     pub gpu: usize,
     /// Page-lock each mapped SRS section while it is copied to the device (`--pin`).
     pub pin: bool,
+    /// The SRS on the device: being loaded during synthesis, then kept for every batch.
+    pub resident: Mutex<Prefetch>,
 }
 
-/// A section's points, decoded on the host or on the device.
-enum Loaded<P: GpuAffine> {
+/// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`).
+pub struct Resident {
+    h: DevicePoints<G1Affine>,
+    l: DevicePoints<G1Affine>,
+    a: DevicePoints<G1Affine>,
+    b_g1: DevicePoints<G1Affine>,
+    b_g2: Option<DevicePoints<G2Affine>>,
+}
+
+/// Where the resident SRS stands.
+#[derive(Default)]
+pub enum Prefetch {
+    /// Not asked for (or not possible): sections are loaded per MSM.
+    #[default]
+    Off,
+    /// A helper thread is uploading and decoding; it returns the sections and its time.
+    Loading(JoinHandle<Result<(Resident, Duration)>>),
+    Ready(Arc<Resident>),
+}
+
+/// Device memory the MSMs and the NTT need besides the resident SRS, per domain element:
+/// the H MSM at 2^27 (sorted digits, their sort, partial sums) took ≈ 520 bytes.
+const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
+
+impl Resident {
+    fn load(srs: &Srs, gpu: usize, pin: bool, g2: bool) -> Result<(Self, Duration)> {
+        let t0 = Instant::now();
+        super::set_device(gpu)?;
+        fn decode<P: GpuAffine>(srs: &Srs, s: &Section, pin: bool) -> Result<DevicePoints<P>> {
+            DevicePoints::decode(srs.section_bytes(s), pin).map_err(|e| {
+                anyhow::anyhow!(
+                    "parameters {}: section '{}': {e:#}",
+                    srs.path.display(),
+                    s.name
+                )
+            })
+        }
+        let r = Resident {
+            h: decode(srs, &srs.h, pin)?,
+            l: decode(srs, &srs.l, pin)?,
+            a: decode(srs, &srs.a, pin)?,
+            b_g1: decode(srs, &srs.b_g1, pin)?,
+            b_g2: g2.then(|| decode(srs, &srs.b_g2, pin)).transpose()?,
+        };
+        Ok((r, t0.elapsed()))
+    }
+}
+
+/// A section's points: decoded on the host, on the device for one MSM, or resident.
+enum Loaded<'a, P: GpuAffine> {
     Host(Vec<P>),
     Device(DevicePoints<P>),
+    Resident(&'a DevicePoints<P>),
 }
 
-impl<P: GpuAffine> Loaded<P> {
+impl<P: GpuAffine> Loaded<'_, P> {
     /// Σ scalars[i]·points[offset + i], adding what the device did to `sum`.
     fn msm(
         &self,
@@ -74,12 +130,36 @@ impl<P: GpuAffine> Loaded<P> {
         cfg: Msm,
         sum: &mut DeviceWork,
     ) -> Result<P::Projective> {
+        self.msm_with(offset, Scalars::Host(scalars), scalars.len(), cfg, sum)
+    }
+
+    /// [`Self::msm`] over scalars already on the device (all `n` of the set).
+    fn msm_dev(
+        &self,
+        offset: usize,
+        scalars: &DeviceScalars,
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
+        let n = scalars.len();
+        self.msm_with(offset, Scalars::Device(scalars, 0, n), n, cfg, sum)
+    }
+
+    fn msm_with(
+        &self,
+        offset: usize,
+        scalars: Scalars,
+        n: usize,
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
         let points = match self {
-            Loaded::Host(v) => Points::Host(&v[offset..offset + scalars.len()]),
+            Loaded::Host(v) => Points::Host(&v[offset..offset + n]),
             Loaded::Device(d) => Points::Device(d, offset),
+            Loaded::Resident(d) => Points::Device(d, offset),
         };
-        let (p, r) = msm_points(points, scalars, cfg)?;
-        sum.add(&r, scalars.len());
+        let (p, r) = msm_with(points, scalars, cfg)?;
+        sum.add(&r, n);
         Ok(p)
     }
 }
@@ -135,16 +215,43 @@ fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
 }
 
 impl Cuda {
-    /// The points of section `s`: decoded on the device from the mapped bytes, or the next
-    /// section from the host decoding thread.
-    fn load<P: GpuAffine + SrsPoint>(
+    /// The resident SRS, waiting for its loading thread if needed; None when sections are
+    /// loaded per MSM.
+    fn resident(&self, t: &mut Timings) -> Result<Option<Arc<Resident>>> {
+        let mut state = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        if let Prefetch::Loading(_) = &*state {
+            let Prefetch::Loading(handle) = std::mem::take(&mut *state) else {
+                unreachable!()
+            };
+            let joined = t.time("wait for the SRS on the GPU", || handle.join());
+            let (r, took) =
+                joined.map_err(|_| anyhow::anyhow!("the SRS upload thread panicked"))??;
+            t.add(
+                "  SRS upload + decode, all sections (GPU, during synthesis)",
+                took,
+            );
+            *state = Prefetch::Ready(Arc::new(r));
+        }
+        Ok(match &*state {
+            Prefetch::Ready(r) => Some(r.clone()),
+            _ => None,
+        })
+    }
+
+    /// The points of section `s`: resident, decoded on the device from the mapped bytes,
+    /// or the next section from the host decoding thread.
+    fn load<'a, P: GpuAffine + SrsPoint>(
         &self,
         srs: &Srs,
         s: &Section,
         host: &Decoded<P>,
+        resident: Option<&'a DevicePoints<P>>,
         t: &mut Timings,
-    ) -> Result<Loaded<P>> {
+    ) -> Result<Loaded<'a, P>> {
         let name = s.name;
+        if let Some(d) = resident {
+            return Ok(Loaded::Resident(d));
+        }
         if self.srs_decode == SrsDecode::Gpu {
             let d = t.time(&format!("upload + decode SRS {name} (GPU)"), || {
                 DevicePoints::decode(srs.section_bytes(s), self.pin)
@@ -168,6 +275,38 @@ type CpuBG2 = Result<(Vec<G2Projective>, Duration, Duration)>;
 impl Backend for Cuda {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    /// Starts uploading and decoding every section the GPU MSMs read, if the device has
+    /// room for them and for the MSMs' scratch (else they are loaded per MSM).
+    fn prefetch(&self, srs: &Arc<Srs>) -> Result<()> {
+        if self.srs_decode != SrsDecode::Gpu {
+            return Ok(());
+        }
+        super::set_device(self.gpu)?;
+        let g2 = self.b_g2 == BG2::Gpu;
+        let mut bytes: usize = [&srs.h, &srs.l, &srs.a, &srs.b_g1]
+            .iter()
+            .map(|s| s.count * s.point_size)
+            .sum();
+        if g2 {
+            bytes += srs.b_g2.count * srs.b_g2.point_size;
+        }
+        let need = bytes + SCRATCH_PER_DOMAIN_ELEMENT * srs.domain_size();
+        let (free, _) = super::mem_info()?;
+        if need > free {
+            log::info!(
+                "SRS loaded per MSM: resident it needs {need} bytes with the MSM scratch, the \
+                 GPU has {free} free"
+            );
+            return Ok(());
+        }
+        let (srs, gpu, pin) = (srs.clone(), self.gpu, self.pin);
+        let handle = std::thread::Builder::new()
+            .name("srs-upload".into())
+            .spawn(move || Resident::load(&srs, gpu, pin, g2))?;
+        *self.resident.lock().unwrap_or_else(|e| e.into_inner()) = Prefetch::Loading(handle);
+        Ok(())
     }
 
     fn products(
@@ -250,53 +389,59 @@ impl Cuda {
         g2: &Decoded<G2Affine>,
     ) -> Result<Vec<Products>> {
         let w = self.msm;
-        let mut device_ms = 0f32;
-        let hs = t.time("H: NTT on the GPU (with transfers)", || {
-            abc.into_iter()
-                .map(|(a, b, c)| {
-                    let (h, ms) = ntt::quotient(&a, &b, &c)?;
-                    device_ms += ms;
-                    Ok(h)
-                })
-                .collect::<Result<Vec<_>>>()
-        })?;
-        t.add(
-            "  of which NTT kernels",
-            Duration::from_secs_f64(device_ms as f64 / 1e3),
-        );
-
-        let pts = self.load(srs, &srs.h, g1, t)?;
+        // H stays on the device from the NTT to its MSM; so one partition at a time (all
+        // of a 32GiB proof's H at once would not fit beside the SRS). The NTT does not read
+        // the SRS: only now wait for the sections' upload.
+        let resident = self.resident(t)?;
+        let res = resident.as_deref();
+        let pts = self.load(srs, &srs.h, g1, res.map(|r| &r.h), t)?;
         let h_cfg = Msm { split: false, ..w };
         let mut work = DeviceWork::default();
-        let h = t.time("MSM h (GPU)", || {
-            hs.iter()
-                .map(|h| pts.msm(0, h, h_cfg, &mut work))
-                .collect::<Result<Vec<_>>>()
-        })?;
+        let (mut ntt_wall, mut ntt_ms, mut msm_wall) = (Duration::ZERO, 0f32, Duration::ZERO);
+        let mut h = Vec::with_capacity(abc.len());
+        for (a, b, c) in abc {
+            let t0 = Instant::now();
+            let (hd, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
+            drop((a, b, c));
+            ntt_wall += t0.elapsed();
+            ntt_ms += ms;
+            let t0 = Instant::now();
+            h.push(pts.msm_dev(0, &hd, h_cfg, &mut work)?);
+            msm_wall += t0.elapsed();
+        }
+        t.add("H: NTT on the GPU (with transfers)", ntt_wall);
+        t.add(
+            "  of which NTT kernels",
+            Duration::from_secs_f64(ntt_ms as f64 / 1e3),
+        );
+        t.add("MSM h (GPU, H from the NTT on the device)", msm_wall);
         work.record(t, false);
-        drop((pts, hs));
+        drop(pts);
 
-        let pts = self.load(srs, &srs.l, g1, t)?;
+        // The aux assignment goes to the device once per MSM and is narrowed there to the
+        // A or B query's variables (no host-side copy of 130 M scalars).
+        let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
+        let pts = self.load(srs, &srs.l, g1, res.map(|r| &r.l), t)?;
         let mut work = DeviceWork::default();
         let l = t.time("MSM l (GPU)", || {
             parts
                 .iter()
-                .map(|p| pts.msm(0, &p.aux_assignment, w, &mut work))
+                .map(|p| pts.msm_dev(0, &upload(p)?, w, &mut work))
                 .collect::<Result<Vec<_>>>()
         })?;
         work.record(t, w.split);
         drop(pts);
 
-        let pts = self.load(srs, &srs.a, g1, t)?;
+        let pts = self.load(srs, &srs.a, g1, res.map(|r| &r.a), t)?;
         let mut work = DeviceWork::default();
         let a = t.time("MSM a (GPU)", || {
             parts
                 .iter()
                 .map(|p| {
                     let inputs = p.input_assignment.len();
-                    let aux = p.a_aux_density.select(&p.aux_assignment);
+                    let aux = upload(p)?.select(&p.a_aux_density)?;
                     Ok(pts.msm(0, &p.input_assignment, w, &mut work)?
-                        + pts.msm(inputs, &aux, w, &mut work)?)
+                        + pts.msm_dev(inputs, &aux, w, &mut work)?)
                 })
                 .collect::<Result<Vec<_>>>()
         })?;
@@ -314,19 +459,20 @@ impl Cuda {
                 .iter()
                 .map(|p| {
                     let inputs = p.b_input_density.select(&p.input_assignment);
-                    let aux = p.b_aux_density.select(&p.aux_assignment);
+                    let aux = DeviceScalars::upload(&p.aux_assignment, false)?
+                        .select(&p.b_aux_density)?;
                     Ok(pts.msm(0, &inputs, w, work)?
-                        + pts.msm(p.b_input_density.total(), &aux, w, work)?)
+                        + pts.msm_dev(p.b_input_density.total(), &aux, w, work)?)
                 })
                 .collect()
         }
-        let pts = self.load(srs, &srs.b_g1, g1, t)?;
+        let pts = self.load(srs, &srs.b_g1, g1, res.map(|r| &r.b_g1), t)?;
         let mut work = DeviceWork::default();
         let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w, &mut work))?;
         work.record(t, w.split);
         drop(pts);
         let b_g2 = if self.b_g2 == BG2::Gpu {
-            let pts = self.load(srs, &srs.b_g2, g2, t)?;
+            let pts = self.load(srs, &srs.b_g2, g2, res.and_then(|r| r.b_g2.as_ref()), t)?;
             let mut work = DeviceWork::default();
             let b = t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w, &mut work))?;
             work.record(t, w.split);

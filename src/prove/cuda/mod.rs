@@ -10,8 +10,8 @@ pub mod field;
 mod msm;
 pub mod ntt;
 pub use msm::{
-    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_resident, DevicePoints,
-    GpuAffine, Msm, MsmReport, Points,
+    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_resident, msm_with,
+    DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
 };
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
@@ -23,6 +23,13 @@ mod ffi {
     extern "C" {
         pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
+        pub fn cuzk_set_pin_transfers(on: c_int);
+        pub fn cuzk_mem_info(
+            free: *mut usize,
+            total: *mut usize,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
         pub fn cuzk_fr_ops(
             a: *const u64,
             b: *const u64,
@@ -78,6 +85,31 @@ pub fn set_device(index: usize) -> Result<()> {
         let _ = index;
         bail!(NO_CUDA_BUILD)
     }
+}
+
+/// Whether the MSM and NTT page-lock their large host buffers for the copies (`--pin`;
+/// on by default). Process-wide.
+pub fn set_pin_transfers(on: bool) {
+    #[cfg(cuzk_cuda)]
+    // SAFETY: sets one process-wide flag the CUDA code reads before each copy.
+    unsafe {
+        ffi::cuzk_set_pin_transfers(on as std::os::raw::c_int)
+    }
+    #[cfg(not(cuzk_cuda))]
+    let _ = on;
+}
+
+/// Free and total memory of the calling thread's current GPU, in bytes.
+pub fn mem_info() -> Result<(usize, usize)> {
+    #[cfg(cuzk_cuda)]
+    {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: the callee writes two size_t and at most `errlen` bytes.
+        call(|e, l| unsafe { ffi::cuzk_mem_info(&mut free, &mut total, e, l) })?;
+        Ok((free, total))
+    }
+    #[cfg(not(cuzk_cuda))]
+    bail!(NO_CUDA_BUILD)
 }
 
 /// (a·b, a+b, a−b) element-wise on the GPU: the field arithmetic the kernels build on,

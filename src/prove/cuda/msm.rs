@@ -28,6 +28,8 @@ mod ffi {
         set: *const c_void,
         offset: usize,
         points: *const c_void,
+        scalar_set: *const c_void,
+        scalar_offset: usize,
         scalars: *const c_void,
         n: usize,
         window: c_int,
@@ -47,6 +49,8 @@ mod ffi {
             set: *const c_void,
             offset: usize,
             points: *const c_void,
+            scalar_set: *const c_void,
+            scalar_offset: usize,
             scalars: *const c_void,
             n: usize,
             window: c_int,
@@ -65,6 +69,8 @@ mod ffi {
             set: *const c_void,
             offset: usize,
             points: *const c_void,
+            scalar_set: *const c_void,
+            scalar_offset: usize,
             scalars: *const c_void,
             n: usize,
             window: c_int,
@@ -100,6 +106,31 @@ mod ffi {
             errlen: usize,
         ) -> c_int;
         pub fn cuzk_points_free(set: *mut c_void);
+        pub fn cuzk_scalars_new(
+            host: *const c_void,
+            n: usize,
+            emulate: c_int,
+            out: *mut *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_scalars_select(
+            set: *const c_void,
+            words: *const u64,
+            total: usize,
+            out: *mut *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_scalars_read(
+            set: *const c_void,
+            offset: usize,
+            n: usize,
+            out: *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_scalars_free(set: *mut c_void);
     }
 }
 
@@ -295,27 +326,158 @@ pub enum Points<'a, P: GpuAffine> {
     Device(&'a DevicePoints<P>, usize),
 }
 
+/// Scalars (blstrs Scalars, Montgomery form) kept in device memory between calls, or,
+/// emulated, in host memory standing in for it; freed on drop.
+pub struct DeviceScalars {
+    set: *mut std::ffi::c_void,
+    len: usize,
+    emulated: bool,
+}
+
+// SAFETY: as DevicePoints: written while created, then only read, freed by its one owner.
+unsafe impl Send for DeviceScalars {}
+unsafe impl Sync for DeviceScalars {}
+
+impl DeviceScalars {
+    /// Copies `scalars` to the device (emulate: to host memory standing in for it).
+    pub fn upload(scalars: &[Fr], emulate: bool) -> Result<Self> {
+        #[cfg(cuzk_cuda)]
+        {
+            let mut set = std::ptr::null_mut();
+            // SAFETY: Scalar is #[repr(transparent)] over blst_fr (the device's FrMont);
+            // the callee reads n of them and writes the set pointer and the message.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_scalars_new(
+                    scalars.as_ptr() as *const _,
+                    scalars.len(),
+                    emulate as i32,
+                    &mut set,
+                    e,
+                    l,
+                )
+            })?;
+            Ok(Self {
+                set,
+                len: scalars.len(),
+                emulated: emulate,
+            })
+        }
+        #[cfg(not(cuzk_cuda))]
+        {
+            let _ = (scalars, emulate);
+            bail!(super::NO_CUDA_BUILD)
+        }
+    }
+
+    /// The scalars of the variables `density` marks, in order, selected where they are.
+    pub fn select(&self, density: &crate::synth::Density) -> Result<Self> {
+        ensure!(
+            density.len() == self.len,
+            "density of {} variables for {} scalars",
+            density.len(),
+            self.len
+        );
+        #[cfg(cuzk_cuda)]
+        {
+            let mut set = std::ptr::null_mut();
+            // SAFETY: words holds ⌈len / 64⌉ u64, as the callee reads for this set's len.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_scalars_select(
+                    self.set,
+                    density.words().as_ptr(),
+                    density.total(),
+                    &mut set,
+                    e,
+                    l,
+                )
+            })?;
+            Ok(Self {
+                set,
+                len: density.total(),
+                emulated: self.emulated,
+            })
+        }
+        #[cfg(not(cuzk_cuda))]
+        bail!(super::NO_CUDA_BUILD)
+    }
+
+    /// A set that `ntt::quotient_to_device` filled (the FFI hands over ownership).
+    #[cfg(cuzk_cuda)]
+    pub(crate) fn from_raw(set: *mut std::ffi::c_void, len: usize, emulated: bool) -> Self {
+        Self { set, len, emulated }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The scalars back in host memory (for tests).
+    pub fn read(&self) -> Result<Vec<Fr>> {
+        #[cfg(cuzk_cuda)]
+        {
+            let mut out = vec![Fr::from(0u64); self.len];
+            // SAFETY: out holds len scalars of the blst_fr layout.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_scalars_read(self.set, 0, self.len, out.as_mut_ptr() as *mut _, e, l)
+            })?;
+            Ok(out)
+        }
+        #[cfg(not(cuzk_cuda))]
+        bail!(super::NO_CUDA_BUILD)
+    }
+}
+
+impl Drop for DeviceScalars {
+    fn drop(&mut self) {
+        #[cfg(cuzk_cuda)]
+        // SAFETY: the set was created by the FFI and is freed exactly once, here.
+        unsafe {
+            ffi::cuzk_scalars_free(self.set)
+        }
+    }
+}
+
+/// Where an MSM's scalars are: host memory, or `len` of a [`DeviceScalars`] from `offset`.
+#[derive(Clone, Copy)]
+pub enum Scalars<'a> {
+    Host(&'a [Fr]),
+    Device(&'a DeviceScalars, usize, usize),
+}
+
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Scalars::Host(s) => s.len(),
+            Scalars::Device(_, _, n) => *n,
+        }
+    }
+}
+
 /// Σ scalars[i]·points[i] in G1 on the GPU.
 pub fn msm_g1(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    Ok(msm(Points::Host(points), scalars, cfg, false)?.0)
+    Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, false)?.0)
 }
 
 /// Σ scalars[i]·points[i] in G2 on the GPU.
 pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    Ok(msm(Points::Host(points), scalars, cfg, false)?.0)
+    Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, false)?.0)
 }
 
 /// [`msm_g1`] with the device's per-thread code run on the host instead (slow; for tests
 /// on machines without a GPU).
 #[doc(hidden)]
 pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
-    Ok(msm(Points::Host(points), scalars, cfg, true)?.0)
+    Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, true)?.0)
 }
 
 /// [`msm_g2`] run on the host; see [`msm_g1_emulated`].
 #[doc(hidden)]
 pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
-    Ok(msm(Points::Host(points), scalars, cfg, true)?.0)
+    Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, true)?.0)
 }
 
 /// Σ scalars[i]·points[i] on the GPU, the points in host memory or in a decoded set (then
@@ -325,7 +487,21 @@ pub fn msm_points<P: GpuAffine>(
     scalars: &[Fr],
     cfg: Msm,
 ) -> Result<(P::Projective, MsmReport)> {
-    let emulate = matches!(points, Points::Device(d, _) if d.emulated);
+    msm_with(points, Scalars::Host(scalars), cfg)
+}
+
+/// [`msm_points`] with the scalars in host memory or already on the device (on the same
+/// executor as the points, when those are a set).
+pub fn msm_with<P: GpuAffine>(
+    points: Points<P>,
+    scalars: Scalars,
+    cfg: Msm,
+) -> Result<(P::Projective, MsmReport)> {
+    let emulate = match (points, scalars) {
+        (Points::Device(d, _), _) => d.emulated,
+        (_, Scalars::Device(s, _, _)) => s.emulated,
+        _ => false,
+    };
     msm(points, scalars, cfg, emulate)
 }
 
@@ -338,7 +514,7 @@ pub fn msm_resident<P: GpuAffine>(
 ) -> Result<P::Projective> {
     Ok(msm(
         Points::Device(points, offset),
-        scalars,
+        Scalars::Host(scalars),
         cfg,
         points.emulated,
     )?
@@ -347,19 +523,30 @@ pub fn msm_resident<P: GpuAffine>(
 
 fn msm<P: GpuAffine>(
     points: Points<P>,
-    scalars: &[Fr],
+    scalars: Scalars,
     cfg: Msm,
     emulate: bool,
 ) -> Result<(P::Projective, MsmReport)> {
     let n = scalars.len();
+    let (scalar_set, scalar_offset, scalars_host) = match scalars {
+        Scalars::Host(s) => (std::ptr::null_mut(), 0, s.as_ptr()),
+        Scalars::Device(d, offset, len) => {
+            ensure!(
+                offset <= d.len && len <= d.len - offset,
+                "MSM: scalars [{offset}, {}) of a set of {}",
+                offset + len,
+                d.len
+            );
+            ensure!(
+                d.emulated == emulate,
+                "MSM: scalars and points on different executors"
+            );
+            (d.set, offset, std::ptr::null())
+        }
+    };
     let (set, offset, host) = match points {
         Points::Host(p) => {
-            ensure!(
-                p.len() == n,
-                "MSM: {} points but {} scalars",
-                p.len(),
-                scalars.len()
-            );
+            ensure!(p.len() == n, "MSM: {} points but {n} scalars", p.len());
             (std::ptr::null_mut(), 0, p.as_ptr())
         }
         Points::Device(d, offset) => {
@@ -388,14 +575,17 @@ fn msm<P: GpuAffine>(
         // over blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>;
         // Scalar is #[repr(transparent)] over blst_fr. The host points (if any) and the
         // scalars hold n elements; a set holds offset + n points (checked above and again
-        // by the callee); out holds MAX_WINDOWS points of the blst layout and the callee
+        // by the callee); a scalar set holds offset + n (checked above and by the callee);
+        // out holds MAX_WINDOWS points of the blst layout and the callee
         // writes at most out_cap.
         super::call(|e, l| unsafe {
             P::FFI(
                 set,
                 offset,
                 host as *const _,
-                scalars.as_ptr() as *const _,
+                scalar_set as *const _,
+                scalar_offset,
+                scalars_host as *const _,
                 n,
                 window as i32,
                 cfg.split as i32,
@@ -440,6 +630,7 @@ fn msm<P: GpuAffine>(
     #[cfg(not(cuzk_cuda))]
     {
         let _ = (MAX_WINDOWS, emulate, set, offset, host);
+        let _ = (scalar_set, scalar_offset, scalars_host);
         bail!(super::NO_CUDA_BUILD)
     }
 }

@@ -3,6 +3,8 @@
 //! truncation, so the two give identical coefficients.
 
 use anyhow::{ensure, Result};
+
+use super::DeviceScalars;
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
 
@@ -31,6 +33,7 @@ mod ffi {
             tables: PowTables,
             z_inv: *const Fr,
             h: *mut Fr,
+            h_set: *mut *mut std::ffi::c_void,
             emulate: c_int,
             ms_compute: *mut f32,
             err: *mut c_char,
@@ -110,16 +113,35 @@ impl Tables {
 /// H's m − 1 coefficients from the A, B, C evaluations (each at most m = the next power
 /// of two), and the compute time in milliseconds (host transfers excluded).
 pub fn quotient(a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<(Vec<Fr>, f32)> {
-    quotient_on(a, b, c, false)
+    let (h, _, ms) = quotient_on(a, b, c, false, false)?;
+    Ok((h, ms))
 }
 
 /// [`quotient`] with the kernels' per-thread code run on the host (tests without a GPU).
 #[doc(hidden)]
 pub fn quotient_emulated(a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<Vec<Fr>> {
-    Ok(quotient_on(a, b, c, true)?.0)
+    Ok(quotient_on(a, b, c, true, false)?.0)
 }
 
-fn quotient_on(a: &[Fr], b: &[Fr], c: &[Fr], emulate: bool) -> Result<(Vec<Fr>, f32)> {
+/// [`quotient`] leaving H on the device, where the H MSM reads it (no copy back and forth);
+/// `emulate` runs it on the host (tests).
+pub fn quotient_to_device(
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+    emulate: bool,
+) -> Result<(DeviceScalars, f32)> {
+    let (_, h, ms) = quotient_on(a, b, c, emulate, true)?;
+    Ok((h.expect("asked for a device set"), ms))
+}
+
+fn quotient_on(
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+    emulate: bool,
+    to_device: bool,
+) -> Result<(Vec<Fr>, Option<DeviceScalars>, f32)> {
     ensure!(
         a.len() == b.len() && b.len() == c.len(),
         "A, B, C lengths differ"
@@ -140,11 +162,13 @@ fn quotient_on(a: &[Fr], b: &[Fr], c: &[Fr], emulate: bool) -> Result<(Vec<Fr>, 
             (g.invert().unwrap(), m_inv),
         ],
     );
-    let mut h = vec![Fr::ZERO; m - 1];
+    let mut h = vec![Fr::ZERO; if to_device { 0 } else { m - 1 }];
     #[cfg(cuzk_cuda)]
     {
         let mut ms = 0f32;
-        // SAFETY: a, b, c hold n elements, h holds m − 1; the tables outlive the call;
+        let mut set = std::ptr::null_mut();
+        // SAFETY: a, b, c hold n elements, h holds m − 1 unless the device keeps H (then
+        // the callee writes the new set's pointer instead); the tables outlive the call;
         // Scalar is #[repr(transparent)] over blst_fr, the device's Fr layout.
         super::call(|e, l| unsafe {
             ffi::cuzk_ntt_quotient(
@@ -156,17 +180,23 @@ fn quotient_on(a: &[Fr], b: &[Fr], c: &[Fr], emulate: bool) -> Result<(Vec<Fr>, 
                 tables.ffi(),
                 &z_inv,
                 h.as_mut_ptr(),
+                if to_device {
+                    &mut set
+                } else {
+                    std::ptr::null_mut()
+                },
                 emulate as i32,
                 &mut ms,
                 e,
                 l,
             )
         })?;
-        Ok((h, ms))
+        let set = to_device.then(|| DeviceScalars::from_raw(set, m - 1, emulate));
+        Ok((h, set, ms))
     }
     #[cfg(not(cuzk_cuda))]
     {
-        let _ = (tables, z_inv, &mut h, emulate);
+        let _ = (tables, z_inv, &mut h, emulate, to_device);
         anyhow::bail!(super::NO_CUDA_BUILD)
     }
 }
