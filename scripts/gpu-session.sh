@@ -11,6 +11,9 @@
 #   scripts/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs)
 #   scripts/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
 #   scripts/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
+#   scripts/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
+#   scripts/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
+#                                     # bench/supraseal/supraseal-c2-bench.tar.gz)
 #
 # Logs are written to a scratch folder and come back as one archive, $OUT/logs.tgz (the
 # device tool returns only a few files per call), with the summary also on stdout. The
@@ -65,8 +68,13 @@ check)
     for t in cuda_field cuda_msm cuda_ntt bad_input cuda_e2e; do
         [ -x "$B/$t" ] && run "$t" "$B/$t" --nocapture
     done
-    command -v compute-sanitizer >/dev/null &&
+    if command -v compute-sanitizer >/dev/null; then
         run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_msm" msm_small
+        run memcheck-scalars compute-sanitizer --tool memcheck --error-exitcode 1 \
+            "$B/cuda_msm" device_scalars_select_and_msm
+        run racecheck-ntt compute-sanitizer --tool racecheck --error-exitcode 1 \
+            "$B/cuda_ntt" ntt_fused_passes_small
+    fi
     ;;
 bench)
     setup
@@ -74,6 +82,10 @@ bench)
     run bench-gpu-26 "$B/cuzk-prove" bench-gpu --min-log 26 --max-log 26 --g2-max-log 22 --runs 3
     [ -x "$B/sppark-vs-cuzk" ] &&
         run sppark "$B/sppark-vs-cuzk" --max-log 24 --runs 5 --pin --json "$OUT/sppark.json"
+    ;;
+partition) # one synthetic 32GiB-shape partition (~2 min, most of it generating inputs)
+    setup
+    run partition "$B/cuzk-prove" bench-gpu --partition --runs 3 --json "$OUT/partition.json"
     ;;
 e2e)
     setup
@@ -89,5 +101,16 @@ e2e)
         done
     done
     ;;
-*) echo "usage: $0 pack|check|bench|e2e" >&2; exit 2 ;;
+supraseal) # supraseal-c2 on the same C1s: bench/supraseal/build.sh makes the archive
+    setup
+    tar xzf bench/supraseal/supraseal-c2-bench.tar.gz -C "$B"
+    for sz in 2kib 8mib; do
+        for i in 1 2 3; do  # single shot, as cuzk-prove runs
+            CUDA_VISIBLE_DEVICES=0 "$B/supraseal-c2-bench" --c1 testdata/$sz/c1.json \
+                --meta testdata/$sz/meta.json --param-cache "$CUZK_TEST_PARAMS" --runs 1 \
+                >> "$OUT/supraseal.log" 2>&1 || echo "FAIL supraseal $sz" | tee -a "$OUT/summary.txt"
+        done
+    done
+    ;;
+*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal" >&2; exit 2 ;;
 esac
