@@ -8,6 +8,7 @@
 // caller's error buffer (err, errlen), in the manner of error.cuh.
 #pragma once
 #include <algorithm>
+#include <exception>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -397,5 +398,23 @@ struct HostExec {
         return 0;
     }
 };
+
+// Runs fn(executor) on the GPU, or on the host when `emulate`, as an extern "C" entry
+// does: a C++ exception (e.g. std::bad_alloc) becomes an error message prefixed `what`,
+// never an unwind into Rust.
+template <class Fn>
+int with_exec(bool emulate, char* err, size_t errlen, const char* what, Fn fn) {
+    try {
+        if (emulate) {
+            HostExec ex{err, errlen};
+            return fn(ex);
+        }
+        DeviceExec ex{err, errlen};
+        return fn(ex);
+    } catch (const std::exception& e) {
+        snprintf(err, errlen, "%s: %s", what, e.what());
+        return -1;
+    }
+}
 
 }  // namespace cuzk

@@ -25,18 +25,7 @@ fn ntt_matches_cpu_fft_and_inverts() {
     if !gpu_or_skip() {
         return;
     }
-    let mut rng = ChaCha20Rng::seed_from_u64(21);
-    for log_n in [1u32, 2, 3, 5, 10, 13, 16, 20] {
-        let d = Domain::for_len(1 << log_n).unwrap();
-        let coeffs = random(1 << log_n, &mut rng);
-        let mut cpu = coeffs.clone();
-        d.fft(&mut cpu);
-        let mut gpu = coeffs.clone();
-        cuda::ntt::ntt(&mut gpu, false).unwrap();
-        assert!(gpu == cpu, "forward NTT 2^{log_n} differs from the CPU FFT");
-        cuda::ntt::ntt(&mut gpu, true).unwrap();
-        assert!(gpu == coeffs, "inverse NTT 2^{log_n} does not invert");
-    }
+    round_trips(&[1, 2, 3, 5, 10, 13, 16, 20], 21);
     // All-zero and all-one vectors.
     for v in [Fr::ZERO, Fr::ONE] {
         let d = Domain::for_len(1 << 12).unwrap();
@@ -59,8 +48,14 @@ fn ntt_fused_passes_small() {
     if !gpu_or_skip() {
         return;
     }
-    let mut rng = ChaCha20Rng::seed_from_u64(22);
-    for log_n in 1u32..=13 {
+    round_trips(&(1..=13).collect::<Vec<_>>(), 22);
+}
+
+/// GPU forward NTT of random vectors of 2^log_n equals the CPU FFT, and the inverse
+/// gives them back.
+fn round_trips(log_ns: &[u32], seed: u64) {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for &log_n in log_ns {
         let d = Domain::for_len(1 << log_n).unwrap();
         let coeffs = random(1 << log_n, &mut rng);
         let mut cpu = coeffs.clone();
@@ -121,11 +116,18 @@ fn quotient_matches_cpu() {
 fn check_quotient_to_device(emulate: bool) {
     let mut rng = ChaCha20Rng::seed_from_u64(24);
     for n in [1usize, 2, 5, 1000, 4097] {
-        let (a, b, c) = (random(n, &mut rng), random(n, &mut rng), random(n, &mut rng));
+        let (a, b, c) = (
+            random(n, &mut rng),
+            random(n, &mut rng),
+            random(n, &mut rng),
+        );
         let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
         let (h, _) = cuda::ntt::quotient_to_device(&a, &b, &c, emulate).unwrap();
         assert_eq!(h.len(), cpu.len(), "n = {n}");
-        assert!(h.read().unwrap() == cpu, "H on the device differs for n = {n}");
+        assert!(
+            h.read().unwrap() == cpu,
+            "H on the device differs for n = {n}"
+        );
     }
 }
 

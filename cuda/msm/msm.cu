@@ -12,49 +12,39 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
               size_t scalar_offset, const void* scalars, size_t n, int window, int split,
               int emulate, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
               uint64_t* split_counts, float* ms, char* err, size_t errlen) {
-    try {
-        const cuzk::FrMont* resident_scalars = nullptr;
-        if (scalar_set) {
-            const auto* ss = (const cuzk::ScalarSet*)scalar_set;
-            if (ss->emulate != (emulate != 0) || scalar_offset > ss->n ||
-                n > ss->n - scalar_offset) {
-                snprintf(err, errlen,
-                         "MSM over scalars [%zu, %zu) of a set of %zu (%s) called on the %s",
-                         scalar_offset, scalar_offset + n, ss->n,
-                         ss->emulate ? "host" : "device", emulate ? "host" : "device");
-                return -1;
-            }
-            resident_scalars = ss->ptr() + scalar_offset;
+    const cuzk::FrMont* resident_scalars = nullptr;
+    if (scalar_set) {
+        const auto* ss = (const cuzk::ScalarSet*)scalar_set;
+        if (ss->emulate != (emulate != 0) || scalar_offset > ss->n ||
+            n > ss->n - scalar_offset) {
+            snprintf(err, errlen,
+                     "MSM over scalars [%zu, %zu) of a set of %zu (%s) called on the %s",
+                     scalar_offset, scalar_offset + n, ss->n,
+                     ss->emulate ? "host" : "device", emulate ? "host" : "device");
+            return -1;
         }
-        const cuzk::Affine<F>* resident = nullptr;
-        if (set) {
-            const auto* ps = (const cuzk::srs::PointSet*)set;
-            const int g2 = sizeof(F) == sizeof(cuzk::Fp2);
-            if (ps->g2 != g2 || ps->emulate != emulate || offset > ps->n || n > ps->n - offset) {
-                snprintf(err, errlen,
-                         "MSM over points [%zu, %zu) of a set of %zu %s points (%s) called as "
-                         "%s (%s)",
-                         offset, offset + n, ps->n, ps->g2 ? "G2" : "G1",
-                         ps->emulate ? "host" : "device", g2 ? "G2" : "G1",
-                         emulate ? "host" : "device");
-                return -1;
-            }
-            resident = (const cuzk::Affine<F>*)ps->points() + offset;
+        resident_scalars = ss->ptr() + scalar_offset;
+    }
+    const cuzk::Affine<F>* resident = nullptr;
+    if (set) {
+        const auto* ps = (const cuzk::srs::PointSet*)set;
+        const int g2 = sizeof(F) == sizeof(cuzk::Fp2);
+        if (ps->g2 != g2 || ps->emulate != emulate || offset > ps->n || n > ps->n - offset) {
+            snprintf(err, errlen,
+                     "MSM over points [%zu, %zu) of a set of %zu %s points (%s) called as "
+                     "%s (%s)",
+                     offset, offset + n, ps->n, ps->g2 ? "G2" : "G1",
+                     ps->emulate ? "host" : "device", g2 ? "G2" : "G1",
+                     emulate ? "host" : "device");
+            return -1;
         }
-        if (emulate) {
-            cuzk::HostExec ex{err, errlen};
-            return cuzk::msm::msm_windows<F>(ex, resident, points, resident_scalars, scalars, n,
-                                             window, split, out, out_cap, c_out, windows_out,
-                                             split_counts, ms);
-        }
-        cuzk::DeviceExec ex{err, errlen};
+        resident = (const cuzk::Affine<F>*)ps->points() + offset;
+    }
+    return cuzk::with_exec(emulate != 0, err, errlen, "MSM", [&](auto& ex) {
         return cuzk::msm::msm_windows<F>(ex, resident, points, resident_scalars, scalars, n,
                                          window, split, out, out_cap, c_out, windows_out,
                                          split_counts, ms);
-    } catch (const std::exception& e) {  // never unwind into Rust
-        snprintf(err, errlen, "MSM: %s", e.what());
-        return -1;
-    }
+    });
 }
 
 }  // namespace

@@ -62,21 +62,6 @@ int select(Exec& ex, Buf& out, const FrMont* in, size_t n, const uint64_t* words
     return ex.sync("select scalars");
 }
 
-template <class Fn>
-int on(bool emulate, char* err, size_t errlen, Fn fn) {
-    try {
-        if (emulate) {
-            cuzk::HostExec ex{err, errlen};
-            return fn(ex);
-        }
-        cuzk::DeviceExec ex{err, errlen};
-        return fn(ex);
-    } catch (const std::exception& e) {  // never unwind into Rust
-        snprintf(err, errlen, "scalars: %s", e.what());
-        return -1;
-    }
-}
-
 }  // namespace
 
 // A new set *out holding the n scalars (blst_fr, Montgomery) of `host`, on the device or
@@ -91,7 +76,7 @@ extern "C" int cuzk_scalars_new(const void* host, size_t n, int emulate, void** 
     }
     s->emulate = emulate != 0;
     s->n = n;
-    const int rc = on(s->emulate, err, errlen, [&](auto& ex) {
+    const int rc = cuzk::with_exec(s->emulate, err, errlen, "scalars", [&](auto& ex) {
         return upload(ex, cuzk::storage(*s, ex), (const FrMont*)host, n);
     });
     if (rc != 0) {
@@ -117,7 +102,7 @@ extern "C" int cuzk_scalars_select(const void* set, const uint64_t* words, size_
     s->n = total;
     int rc = 0;
     if (in->n > 0) {
-        rc = on(s->emulate, err, errlen, [&](auto& ex) {
+        rc = cuzk::with_exec(s->emulate, err, errlen, "scalars", [&](auto& ex) {
             return select(ex, cuzk::storage(*s, ex), in->ptr(), in->n, words, total);
         });
     } else if (total != 0) {
@@ -140,8 +125,9 @@ extern "C" int cuzk_scalars_read(const void* set, size_t offset, size_t n, void*
         snprintf(err, errlen, "scalars [%zu, %zu) of a set of %zu", offset, offset + n, s->n);
         return -1;
     }
-    return on(s->emulate, err, errlen,
-              [&](auto& ex) { return ex.download((FrMont*)out, s->ptr() + offset, n); });
+    return cuzk::with_exec(s->emulate, err, errlen, "scalars", [&](auto& ex) {
+        return ex.download((FrMont*)out, s->ptr() + offset, n);
+    });
 }
 
 extern "C" void cuzk_scalars_free(void* set) { delete (ScalarSet*)set; }

@@ -331,27 +331,13 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
     return ex.download(x, dy.ptr, m);
 }
 
-template <class Fn>
-int with_exec(int emulate, char* err, size_t errlen, Fn fn) {
-    try {
-        if (emulate) {
-            cuzk::HostExec ex{err, errlen};
-            return fn(ex);
-        }
-        cuzk::DeviceExec ex{err, errlen};
-        return fn(ex);
-    } catch (const std::exception& e) {  // never unwind into Rust
-        snprintf(err, errlen, "NTT: %s", e.what());
-        return -1;
-    }
-}
-
 }  // namespace
 
 // H from the evaluations a, b, c (n ≤ m = 2^log_m each, zero-padded to m): writes m − 1
 // coefficients to h (host buffers), or, when h_set is not null, leaves them in a new
-// scalar set *h_set (cuzk_scalars_free) for an MSM to read on the device. tables: ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹.
-// *ms gets the compute time (uploads and download excluded). emulate ≠ 0 runs on the host.
+// scalar set *h_set (cuzk_scalars_free) for an MSM to read on the device. tables: ω,
+// ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹. *ms gets the compute time (uploads and
+// download excluded). emulate ≠ 0 runs on the host.
 // Returns 0, or non-zero with err set.
 extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n,
                                  unsigned log_m, CuzkPowTables tables, const Fr* z_inv, Fr* h,
@@ -372,15 +358,13 @@ extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n
         }
         set->emulate = emulate != 0;
     }
-    const int rc = log_m == 0 ? 0  // m = 1: H has no coefficients
-                              : with_exec(emulate, err, errlen, [&](auto& ex) {
-                                    return quotient(ex, a, b, c, n, log_m, tables, *z_inv, h,
-                                                    set, ms);
-                                });
-    if (set) {
-        if (rc != 0) delete set;
-        else *h_set = set;
-    }
+    int rc = 0;
+    if (log_m > 0)  // m = 1: H has no coefficients
+        rc = cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
+            return quotient(ex, a, b, c, n, log_m, tables, *z_inv, h, set, ms);
+        });
+    if (set && rc != 0) delete set;
+    if (set && rc == 0) *h_set = set;
     return rc;
 }
 
@@ -393,6 +377,7 @@ extern "C" int cuzk_ntt(Fr* x, unsigned log_m, int inverse, CuzkPowTables tables
         snprintf(err, errlen, "cuzk_ntt: domain 2^%u is too large", log_m);
         return -1;
     }
-    return with_exec(emulate, err, errlen,
-                     [&](auto& ex) { return ntt(ex, x, log_m, inverse, tables, ms); });
+    return cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
+        return ntt(ex, x, log_m, inverse, tables, ms);
+    });
 }
