@@ -274,6 +274,17 @@ impl Cuda {
 /// B in G2 computed on the host (`--b-g2 cpu`): the products, decode time, MSM time.
 type CpuBG2 = Result<(Vec<G2Projective>, Duration, Duration)>;
 
+/// A run that stops before the products (an error in synthesis, say) still waits for the
+/// SRS upload thread: exiting while it is inside the CUDA runtime could crash the exit.
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        let state = self.resident.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Prefetch::Loading(handle) = std::mem::take(state) {
+            let _ = handle.join();
+        }
+    }
+}
+
 impl Backend for Cuda {
     fn name(&self) -> &'static str {
         "cuda"
