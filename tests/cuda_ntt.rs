@@ -151,7 +151,9 @@ fn quotient_to_device_matches_cpu() {
 fn emulated_ntt_and_quotient_match_cpu() {
     check_quotient_to_device(true);
     let mut rng = ChaCha20Rng::seed_from_u64(23);
-    for log_n in [1u32, 2, 3, 4, 5, 6, 7, 11] {
+    // The emulation's blocks hold 2^6 elements: these sizes meet passes of 1..6 stages, so
+    // register groups of 1, 2 and 3 stages (remainders included) and their exchanges.
+    for log_n in [1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] {
         let d = Domain::for_len(1 << log_n).unwrap();
         let coeffs = random(1 << log_n, &mut rng);
         let mut cpu = coeffs.clone();

@@ -17,6 +17,8 @@
 // stages with half-sizes 2^s .. 2^(s+K−1) touches index sets that differ only in bits
 // [s, s+K): each is an independent 2^K-point sub-transform. A block takes 2^q of them
 // whose bits [0, q) run consecutively, so its loads and stores are runs of 2^q elements.
+// Inside a pass each thread runs up to 3 stages at a time on 8 elements in registers
+// (FusedStages), exchanging through shared memory between such groups.
 //
 // Written once against the executor interface (exec.cuh): the same code runs as CUDA
 // kernels or, for tests on machines without a GPU, on the host (with small blocks there,
@@ -42,6 +44,31 @@ struct PowTable {
     CUZK_HD Fr at(uint64_t e) const { return cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]); }
 };
 
+// v · x^e (two products). Out of line on the device: the fused kernel has up to 2^3
+// such sites per register group and group shape, which inlined made it ~21,000 SASS
+// instructions (≈ 340 KB, beyond the instruction cache) and 202 registers; one call costs
+// a few moves against two products of ~210 instructions each.
+#ifdef __CUDA_ARCH__
+__device__ __noinline__ Fr times_pow_call(Fr v, const Fr* lo, const Fr* hi, unsigned L, uint64_t e) {
+    return cuzk::mul(v, cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]));
+}
+#endif
+// The calls run one after another, so their table reads (L2, scattered) are requested
+// for all of a thread's elements first: a prefetch into L1 per entry, no registers held.
+CUZK_HD void prefetch_pow(const PowTable& t, uint64_t e) {
+#ifdef __CUDA_ARCH__
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(t.hi + (e >> t.L)));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(t.lo + (e & ((1ull << t.L) - 1))));
+#endif
+}
+CUZK_HD Fr times_pow(const Fr& v, const PowTable& t, uint64_t e) {
+#ifdef __CUDA_ARCH__
+    return times_pow_call(v, t.lo, t.hi, t.L, e);
+#else
+    return cuzk::mul(v, t.at(e));
+#endif
+}
+
 CUZK_HD uint64_t rev(uint64_t i, unsigned log_m) {
 #ifdef __CUDA_ARCH__
     return log_m == 0 ? 0 : (__brevll(i) >> (64 - log_m));
@@ -59,6 +86,57 @@ struct Roots {
     unsigned R;
 };
 
+// Elements a thread keeps in registers, log2: it runs REG_LOG consecutive stages on them
+// between shared-memory exchanges (a radix-8 step of the same radix-2 network, same
+// twiddles), so a pass of K stages needs ⌈K/3⌉ − 1 barriers instead of K + 1, and each
+// element crosses shared memory ⌈K/3⌉ − 1 times instead of K + 1 (the first group reads
+// global memory, the last writes it). 8 elements are 64 registers: 256 threads a block,
+// two blocks an SM within 128 registers a thread (radix 16 would leave one block).
+constexpr unsigned REG_LOG = 3;
+
+// Shared memory holds a block's elements as two planes of 16-byte halves, so that 8
+// threads reading consecutive elements (one 128-bit access phase) cover the 32 banks
+// once. Local index l lives at slot l ^ swz(l): bits 3..5 of l are folded into bits 0..2
+// (by the columns 7, 5, 6), which keeps every group's access pattern conflict-free,
+// including those whose threads step over l in strides of 2^(p+RG) (p < 3, the first
+// pass's lane-less groups): the 3 bits that vary across 8 threads always map onto
+// slot bits 0..2 bijectively (checked for p < 3, RG ≤ 3, by hand).
+CUZK_HD uint32_t slot(uint32_t l) {
+    const uint32_t h = l >> 3;
+    return l ^ ((0u - (h & 1)) & 7) ^ ((0u - ((h >> 1) & 1)) & 5) ^ ((0u - ((h >> 2) & 1)) & 6);
+}
+
+// 16-byte halves: one 128-bit access on the device (the buffers are 32-byte aligned:
+// cudaMalloc, the 16-aligned dynamic shared memory); plain words on the host.
+CUZK_HD void load2(const uint64_t* p, uint64_t& a, uint64_t& b) {
+#ifdef __CUDA_ARCH__
+    const ulonglong2 v = *reinterpret_cast<const ulonglong2*>(p);
+    a = v.x;
+    b = v.y;
+#else
+    a = p[0];
+    b = p[1];
+#endif
+}
+CUZK_HD void store2(uint64_t* p, uint64_t a, uint64_t b) {
+#ifdef __CUDA_ARCH__
+    *reinterpret_cast<ulonglong2*>(p) = make_ulonglong2(a, b);
+#else
+    p[0] = a;
+    p[1] = b;
+#endif
+}
+CUZK_HD Fr load_fr(const Fr* p) {
+    Fr v;
+    load2(p->l, v.l[0], v.l[1]);
+    load2(p->l + 2, v.l[2], v.l[3]);
+    return v;
+}
+CUZK_HD void store_fr(Fr* p, const Fr& v) {
+    store2(p->l, v.l[0], v.l[1]);
+    store2(p->l + 2, v.l[2], v.l[3]);
+}
+
 // Stages [s, s + K) of a transform of m = 2^log_m elements (DIT: half-sizes increasing,
 // DIF: decreasing), on the 2^(K+q) elements of one block (see the top of the file).
 // Local index l = (t << q) | low: t the position in the sub-transform, low the lane;
@@ -72,6 +150,13 @@ struct Roots {
 // product per butterfly, and the butterflies read plain roots (Roots).
 // With `scaled`, each element leaves multiplied by scale^rev(index) (the coset scaling
 // that follows an inverse transform, saved a pass over memory).
+//
+// The K stages run in groups of ≤ REG_LOG (t bits [b, b + RG)): each thread takes 2^RG
+// elements differing in those bits into registers and runs the group's stages there.
+// The group at b = 0 has min(K, 3) stages and touches global memory (DIT: first, loads
+// and twists; DIF: last, twists, scales and stores); the remainder group sits at the top
+// bits. In the b = 0 group every thread's offsets j start at 0, so the butterflies whose
+// j is 0 (twiddle 1: 7 of 12) skip their product, uniformly across the warp.
 template <bool DIT>
 struct FusedStages {
     Fr* x;
@@ -86,51 +171,138 @@ struct FusedStages {
         const uint64_t b_mid = block & ((1ull << (s - q)) - 1), b_top = block >> (s - q);
         return (b_top << (s + K)) | (t << s) | (b_mid << q) | low;
     }
-    // ζ^rev_K(t) for the lane of local index l: ω_m^(λ·rev_K(t)·m/2^(s+K)).
-    CUZK_HD Fr twist(size_t block, uint64_t l) const {
+    // The exponent of ζ^rev_K(t) for the lane of local index l: ω_m^(λ·rev_K(t)·m/2^(s+K)).
+    CUZK_HD uint64_t twist_exp(size_t block, uint64_t l) const {
         const uint64_t lane = ((block & ((1ull << (s - q)) - 1)) << q) | (l & ((1ull << q) - 1));
-        return w.at((lane * rev(l >> q, K)) << (log_m - s - K));
+        return (lane * rev(l >> q, K)) << (log_m - s - K);
     }
-    template <class Ctx>
-    CUZK_HD void operator()(size_t block, Ctx& ctx) const {
-        Fr* sh = (Fr*)ctx.shared;
-        const uint64_t E = 1ull << (K + q), lanes = 1ull << q;
+
+    // One work item u of the group at t bits [b, b + RG): its elements are the local
+    // indices with u's bits spread around bits [q + b, q + b + RG), so that consecutive
+    // items take consecutive lanes (coalesced global accesses, conflict-free shared ones).
+    template <unsigned RG>
+    CUZK_HD void group(size_t block, uint64_t u, unsigned b, bool from_global, bool to_global,
+                       uint64_t* sh, uint32_t E) const {
+        constexpr unsigned N = 1u << RG;
         const bool twisted = s > 0;  // the first pass's lane is always 0
-        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) {
-            const Fr v = x[index(block, l)];
-            sh[l] = DIT && twisted ? cuzk::mul(v, twist(block, l)) : v;
+        const unsigned p = q + b;
+        const uint64_t below = u & ((1ull << p) - 1);
+        const uint64_t base = ((u >> p) << (p + RG)) | below;
+        const uint64_t j0 = below >> q;  // t bits [0, b), the same for all N elements
+        Fr v[N];
+CUZK_UNROLL
+        for (unsigned k = 0; k < N; ++k) {
+            const uint64_t l = base | ((uint64_t)k << p);
+            if (from_global) {
+                v[k] = load_fr(x + index(block, l));
+                if (DIT && twisted) prefetch_pow(w, twist_exp(block, l));
+            } else {
+                const uint32_t sl = slot((uint32_t)l);
+                load2(sh + 2 * sl, v[k].l[0], v[k].l[1]);
+                load2(sh + 2 * (E + sl), v[k].l[2], v[k].l[3]);
+            }
         }
-        ctx.sync();
-        for (unsigned k = 0; k < K; ++k) {
-            const unsigned kk = DIT ? k : K - 1 - k;
-            const uint64_t half = 1ull << kk;  // in sub-transform positions
-            const unsigned shift = roots.R - kk - 1;
-            for (uint64_t u = ctx.tid; u < E / 2; u += ctx.threads) {
-                const uint64_t low = u & (lanes - 1), bt = u >> q;
-                const uint64_t j = bt & (half - 1);
-                const uint64_t t_lo = ((bt - j) << 1) + j;
-                const uint64_t l_lo = (t_lo << q) | low, l_hi = l_lo + (half << q);
-                const Fr tw = roots.r[j << shift];
-                const Fr a = sh[l_lo], b = sh[l_hi];
+        if (DIT && twisted && from_global) {
+CUZK_UNROLL
+            for (unsigned k = 0; k < N; ++k)
+                v[k] = times_pow(v[k], w, twist_exp(block, base | ((uint64_t)k << p)));
+        }
+CUZK_UNROLL
+        for (unsigned i = 0; i < RG; ++i) {
+            const unsigned st = DIT ? i : RG - 1 - i;  // stage b + st, half 2^st within v
+            const unsigned kk = b + st, shift = roots.R - kk - 1;
+            const unsigned h = 1u << st;
+CUZK_UNROLL
+            for (unsigned k = 0; k < N; ++k) {
+                if (k & h) continue;
+                const unsigned jm = k & (h - 1);  // j = j0 + jm·2^b
+                // j = 0 (twiddle 1) exactly when b = 0 and jm = 0: a uniform branch.
+                const bool one = jm == 0 && b == 0;
+                const Fr a = v[k], c = v[k | h];
                 if (DIT) {
-                    const Fr v = cuzk::mul(b, tw);
-                    sh[l_lo] = cuzk::add(a, v);
-                    sh[l_hi] = cuzk::sub(a, v);
+                    const Fr t = one ? c : cuzk::mul(c, load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)));
+                    v[k] = cuzk::add(a, t);
+                    v[k | h] = cuzk::sub(a, t);
                 } else {
-                    sh[l_lo] = cuzk::add(a, b);
-                    sh[l_hi] = cuzk::mul(cuzk::sub(a, b), tw);
+                    const Fr d = cuzk::sub(a, c);
+                    v[k] = cuzk::add(a, c);
+                    v[k | h] = one ? d : cuzk::mul(d, load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)));
                 }
             }
-            ctx.sync();
         }
-        for (uint64_t l = ctx.tid; l < E; l += ctx.threads) {
-            const uint64_t g = index(block, l);
-            Fr v = sh[l];
-            if (!DIT && twisted) v = cuzk::mul(v, twist(block, l));
-            x[g] = scaled ? cuzk::mul(v, scale.at(rev(g, log_m))) : v;
+        if (!DIT && to_global && (twisted || scaled)) {
+CUZK_UNROLL
+            for (unsigned k = 0; k < N; ++k) {
+                const uint64_t l = base | ((uint64_t)k << p);
+                if (twisted) prefetch_pow(w, twist_exp(block, l));
+                if (scaled) prefetch_pow(scale, rev(index(block, l), log_m));
+            }
+        }
+CUZK_UNROLL
+        for (unsigned k = 0; k < N; ++k) {
+            const uint64_t l = base | ((uint64_t)k << p);
+            if (to_global) {
+                const uint64_t g = index(block, l);
+                Fr o = v[k];
+                if (!DIT && twisted) o = times_pow(o, w, twist_exp(block, l));
+                if (!DIT && scaled) o = times_pow(o, scale, rev(g, log_m));
+                store_fr(x + g, o);
+            } else {
+                const uint32_t sl = slot((uint32_t)l);
+                store2(sh + 2 * sl, v[k].l[0], v[k].l[1]);
+                store2(sh + 2 * (E + sl), v[k].l[2], v[k].l[3]);
+            }
+        }
+    }
+
+    template <class Ctx>
+    CUZK_HD void operator()(size_t block, Ctx& ctx) const {
+        uint64_t* sh = (uint64_t*)ctx.shared;  // two planes of E 16-byte halves
+        const uint32_t E = 1u << (K + q);
+        const unsigned groups = (K + REG_LOG - 1) / REG_LOG;
+        const unsigned top = K - REG_LOG * (groups - 1);  // the remainder group's size
+        for (unsigned gi = 0; gi < groups; ++gi) {
+            // DIT: b = 0 first, then upwards; DIF: the top group first, b = 0 last.
+            const unsigned pos = DIT ? gi : groups - 1 - gi;  // group index from bit 0
+            const unsigned b = REG_LOG * pos;
+            const unsigned rg = pos == groups - 1 ? top : REG_LOG;
+            const bool first = gi == 0, last = gi == groups - 1;
+            // Each item writes back only the slots it read, so one barrier per exchange.
+            if (!first) ctx.sync();
+            for (uint64_t u = ctx.tid; u < (E >> rg); u += ctx.threads) {
+                if (rg == 3)
+                    group<3>(block, u, b, first, last, sh, E);
+                else if (rg == 2)
+                    group<2>(block, u, b, first, last, sh, E);
+                else
+                    group<1>(block, u, b, first, last, sh, E);
+            }
         }
     }
 };
+static_assert(REG_LOG == 3, "FusedStages dispatches groups of 1..3 stages");
+
+}  // namespace
+
+// The fused kernels with a register budget: at most 256 threads (2^11 elements per block,
+// 2^3 per thread) and two blocks per SM, i.e. ≤ 128 registers a thread. Left to itself
+// ptxas takes ~200, which keeps one block (8 warps) per SM and idles it at every barrier.
+// Same body as exec.cuh's for_each_block, which has no bounds.
+namespace cuzk {
+#define CUZK_FUSED_KERNEL(DIT)                                                       \
+    template <>                                                                      \
+    __global__ void __launch_bounds__(256, 2) for_each_block<FusedStages<DIT>>(      \
+        FusedStages<DIT> fn) {                                                       \
+        extern __shared__ __align__(16) unsigned char cuzk_block_shared[];           \
+        DeviceBlock ctx{threadIdx.x, blockDim.x, cuzk_block_shared};                 \
+        fn((size_t)blockIdx.x, ctx);                                                 \
+    }
+CUZK_FUSED_KERNEL(true)
+CUZK_FUSED_KERNEL(false)
+#undef CUZK_FUSED_KERNEL
+}  // namespace cuzk
+
+namespace {
 
 // r[i] = w^(i·step)
 struct RootsFn {
@@ -188,12 +360,12 @@ int upload_tables(Exec& ex, typename Exec::template Buf<Fr>& buf, const CuzkPowT
 }
 
 // Elements per block of a fused pass, log2: 2^11 · 32 B = 64 KiB of shared memory on the
-// GPU; 2^3 in the host emulation, so that the tests' small transforms cross passes.
+// GPU; 2^6 in the host emulation, so that the tests' small transforms cross passes and
+// still meet every register-group shape (1..3 stages, exchanges, all slot() bits).
 template <class Exec>
 constexpr unsigned block_log() {
-    return std::is_same<Exec, cuzk::HostExec>::value ? 3 : 11;
+    return std::is_same<Exec, cuzk::HostExec>::value ? 6 : 11;
 }
-constexpr unsigned BLOCK_THREADS = 512;
 
 // The passes of a transform of 2^log_m: (s, K, q) in order of increasing s. The first
 // pass covers the lowest bits with contiguous blocks; the rest split the remaining
@@ -237,7 +409,9 @@ template <bool DIT, class Exec>
 int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
              const PowTable* scale) {
     const unsigned e_log = p.K + p.q;
-    return ex.launch_blocks(m >> e_log, BLOCK_THREADS, (sizeof(Fr) << e_log),
+    // One thread per register group of 2^min(K, REG_LOG) elements: 256 at 2^11.
+    const unsigned threads = 1u << (e_log - std::min(p.K, REG_LOG));
+    return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
                             FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
                                              roots, w, scale != nullptr, scale ? *scale : w},
                             DIT ? "NTT DIT stages" : "NTT DIF stages");
