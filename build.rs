@@ -47,6 +47,31 @@ fn record_versions() {
     }
 }
 
+/// `file` and every header it includes with `#include "…"`, transitively.
+fn sources(file: &Path) -> Vec<PathBuf> {
+    let mut seen = vec![file.to_owned()];
+    let mut i = 0;
+    while i < seen.len() {
+        let f = seen[i].clone();
+        i += 1;
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("#include \"") else {
+                continue;
+            };
+            let Some(name) = rest.split('"').next() else {
+                continue;
+            };
+            let dep = f.parent().unwrap_or(Path::new(".")).join(name);
+            let dep = dep.canonicalize().unwrap_or(dep);
+            if !seen.contains(&dep) {
+                seen.push(dep);
+            }
+        }
+    }
+    seen
+}
+
 fn find_nvcc() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NVCC") {
         return Some(PathBuf::from(p));
@@ -75,26 +100,39 @@ fn build_cuda(nvcc: &Path) {
         .expect("nvcc path has no toolkit root");
     // cc drives nvcc (wrapping host flags in -Xcompiler) when it finds it through NVCC.
     std::env::set_var("NVCC", nvcc);
-    let mut b = cc::Build::new();
-    b.cuda(true)
-        .cudart("static")
-        // With debuginfo in the profile (release has debug = 1) cc passes nvcc -G, device
-        // debug code with every optimisation off: many times slower kernels.
-        .debug(false)
-        .flag("-std=c++17")
-        .flag("-O3")
-        .flag("-Xcompiler=-fPIC");
-    // CUZK_CUDA_ARCHS (e.g. "90") narrows the SASS targets for faster development and CI
-    // builds; the default covers Ampere to Blackwell. PTX for compute_90 is always added.
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80,89,90,120".into());
-    for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        assert!(
-            arch.chars().all(|c| c.is_ascii_digit()),
-            "CUZK_CUDA_ARCHS must list SM numbers like 80,90; got '{arch}'"
-        );
-        b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
-    }
-    b.flag("-gencode=arch=compute_90,code=compute_90");
+    let base = || {
+        let mut b = cc::Build::new();
+        b.cuda(true)
+            .cudart("static")
+            // With debuginfo in the profile (release has debug = 1) cc passes nvcc -G,
+            // device debug code with every optimisation off: many times slower kernels.
+            .debug(false)
+            .flag("-std=c++17")
+            .flag("-O3")
+            .flag("-Xcompiler=-fPIC");
+        // CUZK_CUDA_ARCHS (e.g. "90") narrows the SASS targets for faster development and
+        // CI builds; the default covers Ampere to Blackwell. PTX for compute_90 is always
+        // added.
+        for arch in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            assert!(
+                arch.chars().all(|c| c.is_ascii_digit()),
+                "CUZK_CUDA_ARCHS must list SM numbers like 80,90; got '{arch}'"
+            );
+            b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
+        }
+        b.flag("-gencode=arch=compute_90,code=compute_90");
+        b
+    };
+    // Each file is compiled on its own, and its object kept under a hash of the file, the
+    // headers it includes, nvcc and the targets: an edit rebuilds only the files it
+    // reaches. On its own also means whole-program device code (cc compiles several .cu
+    // files of one Build with --device-c, relocatable code whose out-of-line calls must
+    // follow the full ABI); no kernel calls device code of another file.
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let cache = out.join("cuda-objects");
+    std::fs::create_dir_all(&cache).expect("create the CUDA object cache");
+    let mut objects = Vec::new();
     for f in [
         "cuda/device.cu",
         "cuda/field/fr_test.cu",
@@ -104,9 +142,32 @@ fn build_cuda(nvcc: &Path) {
         "cuda/srs/points.cu",
         "cuda/ntt/ntt.cu",
     ] {
-        b.file(f);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        use std::hash::{Hash, Hasher};
+        (nvcc, &archs, env!("CARGO_PKG_VERSION")).hash(&mut h);
+        for dep in sources(Path::new(f)) {
+            dep.hash(&mut h);
+            std::fs::read(&dep)
+                .unwrap_or_else(|e| panic!("read {}: {e}", dep.display()))
+                .hash(&mut h);
+        }
+        let stem = f.trim_end_matches(".cu").replace('/', "_");
+        let obj = cache.join(format!("{stem}-{:016x}.o", h.finish()));
+        if !obj.exists() {
+            let built = base().file(f).out_dir(out.join("cuda-build")).compile_intermediates();
+            std::fs::copy(&built[0], &obj).expect("keep the CUDA object");
+        }
+        // Older objects of this file are stale.
+        for e in std::fs::read_dir(&cache).expect("read the CUDA object cache").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{stem}-")) && e.path() != obj {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        objects.push(obj);
     }
-    b.compile("cuzk_cuda");
+    let mut lib = base();
+    lib.objects(&objects).compile("cuzk_cuda");
     for lib in ["lib64", "lib"] {
         let d = root.join(lib);
         if d.exists() {
