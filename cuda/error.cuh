@@ -32,7 +32,7 @@ struct DeviceBuffer {
     char msg[160];
     const char* alloc(size_t n, const char* what) {
         if (n == 0) return nullptr;
-        cudaError_t e = cudaMalloc(&ptr, n * sizeof(T));
+        cudaError_t e = cudaMalloc(&ptr, n * sizeof(T));  // tests only (fr_test.cu)
         if (e != cudaSuccess) {
             ptr = nullptr;
             snprintf(msg, sizeof msg, "cudaMalloc(%s: %zu bytes) failed: %s", what, n * sizeof(T),

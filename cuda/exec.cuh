@@ -8,12 +8,15 @@
 // caller's error buffer (err, errlen), in the manner of error.cuh.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include <cub/cub.cuh>
@@ -29,7 +32,39 @@
 
 namespace cuzk {
 
-// Owning buffer for device memory: movable, not copyable, freed on scope exit or reset().
+// Device memory comes from the device's stream-ordered pool (cudaMallocAsync on the
+// legacy default stream), which keeps freed memory for the next allocation: an MSM makes
+// some thirty allocations of up to gigabytes, and cudaMalloc/cudaFree map and unmap them
+// each time, cudaFree also waiting for the whole device (which would serialise the
+// overlapped point upload below). The pool is told to keep everything (release threshold
+// unlimited) and is trimmed only when an allocation fails.
+inline cudaError_t pool_alloc(void** p, size_t bytes) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    static bool configured[64] = {};
+    cudaMemPool_t pool;
+    e = cudaDeviceGetDefaultMemPool(&pool, dev);
+    if (e != cudaSuccess) return e;
+    if (dev < 64 && !configured[dev]) {
+        uint64_t keep = ~0ull;
+        e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        if (e != cudaSuccess) return e;
+        configured[dev] = true;
+    }
+    e = cudaMallocAsync(p, bytes, 0);
+    if (e == cudaErrorMemoryAllocation) {
+        // Memory the pool holds for reuse goes back to the device, then one more try.
+        cudaGetLastError();
+        cudaDeviceSynchronize();
+        cudaMemPoolTrimTo(pool, 0);
+        e = cudaMallocAsync(p, bytes, 0);
+    }
+    return e;
+}
+
+// Owning buffer for device memory: movable, not copyable, freed on scope exit or reset()
+// (in stream order: work already queued that reads it still sees it).
 template <class T>
 struct DevBuf {
     T* ptr = nullptr;
@@ -39,7 +74,7 @@ struct DevBuf {
     DevBuf& operator=(const DevBuf&) = delete;
     ~DevBuf() { reset(); }
     void reset() {
-        if (ptr) cudaFree(ptr);
+        if (ptr) cudaFreeAsync(ptr, 0);
         ptr = nullptr;
         len = 0;
     }
@@ -104,10 +139,11 @@ __global__ void for_each_block(Fn fn) {
     fn((size_t)blockIdx.x, ctx);
 }
 
-// Large host↔device copies page-lock their host buffer first (cudaHostRegister), so the
-// DMA engine reads or writes it directly: pageable copies go through the driver's staging
-// buffer at a fraction of the bus speed (≈ 5 GB/s on the H200 host for the quotient's
-// inputs, docs/PERF.md). Process-wide, set from `--pin`; smaller copies are not worth it.
+// Large host↔device copies page-lock their host buffer first (cudaHostRegister, `--pin
+// on`), so the DMA engine reads or writes it directly, or (`--pin off`) uploads go
+// through our own pinned staging buffers (Staging, below): pageable copies go through the
+// driver's staging buffer at a fraction of the bus speed (≈ 5 GB/s on the H200 host for
+// the quotient's inputs, docs/PERF.md). Process-wide; smaller copies are not worth it.
 inline bool& pin_transfers() {
     static bool on = true;
     return on;
@@ -134,26 +170,96 @@ struct HostPin {
     }
 };
 
+// A host-to-device copy running on its own stream while the default stream computes
+// (the MSM's points, uploaded while the scalars are split, recoded and sorted). wait()
+// makes the default stream wait for it; the destructor waits on the host, then unpins.
+struct DevicePending {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t done = nullptr;
+    HostPin* pin = nullptr;
+    DevicePending() = default;
+    DevicePending(const DevicePending&) = delete;
+    DevicePending& operator=(const DevicePending&) = delete;
+    ~DevicePending() {
+        if (done) {
+            cudaEventSynchronize(done);
+            cudaEventDestroy(done);
+        }
+        if (stream) cudaStreamDestroy(stream);
+        delete pin;
+    }
+};
+
+// Host → device copies of pageable memory without --pin: through two page-locked
+// staging buffers, host threads filling one chunk while the DMA engine drains the other
+// (registering gigabytes with cudaHostRegister costs about as much as the copy; a
+// pageable cudaMemcpy stages through the driver's one small buffer, at ≈ 5 GB/s on the
+// H200 host). Process-wide buffers, allocated on first use, one copy at a time.
+struct Staging {
+    static constexpr size_t CHUNK = size_t(64) << 20;
+    void* buf[2] = {nullptr, nullptr};
+    std::mutex lock;
+    static Staging& get() {
+        static Staging s;
+        return s;
+    }
+};
+
+// memcpy by up to `threads` host threads (large copies are bound by one core's bandwidth).
+inline void parallel_copy(void* dst, const void* src, size_t bytes, unsigned threads) {
+    const size_t min_part = size_t(4) << 20;
+    unsigned t = (unsigned)std::min<size_t>(threads, bytes / min_part);
+    if (t <= 1) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    const size_t part = (bytes / t + 4095) & ~size_t(4095);
+    std::vector<std::thread> pool;
+    for (unsigned k = 1; k < t && k * part < bytes; ++k) {
+        const size_t off = k * part, len = std::min(part, bytes - off);
+        pool.emplace_back([=] { memcpy((char*)dst + off, (const char*)src + off, len); });
+    }
+    memcpy(dst, src, std::min(part, bytes));
+    for (auto& th : pool) th.join();
+}
+
+// Device time between two points of the default stream, from CUDA events (no host
+// synchronisation in between); the host emulation's Timer reads the clock instead.
+struct DeviceTimer {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    DeviceTimer() = default;
+    DeviceTimer(const DeviceTimer&) = delete;
+    DeviceTimer& operator=(const DeviceTimer&) = delete;
+    ~DeviceTimer() {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+    }
+};
+
 struct DeviceExec {
     template <class T>
     using Buf = DevBuf<T>;
+    using Pending = DevicePending;
+    using Timer = DeviceTimer;
     char* err;
     size_t errlen;
-    // Page-lock large copies (pin_transfers()); off where the caller registered already.
+    // Large copies page-locked or staged; off where the caller registered already.
     bool pin = true;
+    // Large uploads staged rather than page-locked (--pin off).
+    bool stage = !pin_transfers();
 
     template <class T>
     int alloc(Buf<T>& b, size_t n, const char* what) {
         b.reset();
         if (n == 0) return 0;
-        cudaError_t e = cudaMalloc(&b.ptr, n * sizeof(T));
+        cudaError_t e = pool_alloc((void**)&b.ptr, n * sizeof(T));
         if (e != cudaSuccess) {
             b.ptr = nullptr;
             size_t free_b = 0, total_b = 0;
             cudaGetLastError();  // clear the sticky-free allocation error
             cudaMemGetInfo(&free_b, &total_b);
             snprintf(err, errlen,
-                     "cudaMalloc(%s: %zu elements x %zu bytes = %zu bytes) failed: %s "
+                     "cudaMallocAsync(%s: %zu elements x %zu bytes = %zu bytes) failed: %s "
                      "(device has %zu of %zu bytes free)",
                      what, n, sizeof(T), n * sizeof(T), cudaGetErrorString(e), free_b, total_b);
             return (int)e;
@@ -237,18 +343,107 @@ struct DeviceExec {
         }
         return 0;
     }
+    int start(Timer& t) {
+        if (!t.start) CUZK_CHECK(cudaEventCreate(&t.start));
+        if (!t.stop) CUZK_CHECK(cudaEventCreate(&t.stop));
+        CUZK_CHECK(cudaEventRecord(t.start, 0));
+        return 0;
+    }
+    int stop(Timer& t) {
+        CUZK_CHECK(cudaEventRecord(t.stop, 0));
+        return 0;
+    }
+    // Milliseconds from start to stop, once the stream has passed stop.
+    int elapsed(Timer& t, float* ms) {
+        CUZK_CHECK(cudaEventSynchronize(t.stop));
+        CUZK_CHECK(cudaEventElapsedTime(ms, t.start, t.stop));
+        return 0;
+    }
+    // sync() for the default stream only: a pending copy (upload_async) keeps running.
+    int sync_stream(const char* after) {
+        cudaError_t e = cudaStreamSynchronize(0);
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "%s failed: %s", after, cudaGetErrorString(e));
+            return (int)e;
+        }
+        return 0;
+    }
 
+    // Host → device, returning when the data is on the device. Large copies are
+    // page-locked (--pin) or staged (see Staging); `pin` off also skips staging, for
+    // callers whose memory is page-locked already.
     template <class T>
     int upload(T* dst, const T* src, size_t n) {
         if (!n) return 0;
-        HostPin locked(src, pin ? n * sizeof(T) : 0, true);
-        CUZK_CHECK(cudaMemcpy(dst, src, n * sizeof(T), cudaMemcpyHostToDevice));
+        const size_t bytes = n * sizeof(T);
+        if (pin && stage && bytes >= PIN_MIN_BYTES) return staged_upload(dst, src, bytes);
+        HostPin locked(src, pin && !stage ? bytes : 0, true);
+        CUZK_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+        return 0;
+    }
+    int staged_upload(void* dst, const void* src, size_t bytes) {
+        Staging& st = Staging::get();
+        std::lock_guard<std::mutex> hold(st.lock);
+        for (void*& b : st.buf)
+            if (!b) CUZK_CHECK(cudaHostAlloc(&b, Staging::CHUNK, cudaHostAllocPortable));
+        cudaStream_t stream;
+        CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        cudaEvent_t drained[2] = {nullptr, nullptr};
+        auto done = [&]() {
+            for (cudaEvent_t e : drained)
+                if (e) cudaEventDestroy(e);
+            cudaStreamDestroy(stream);
+        };
+        int rc = [&]() -> int {
+            for (cudaEvent_t& e : drained)
+                CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            // dst was allocated in the default stream's order: the copies go after that.
+            CUZK_CHECK(cudaEventRecord(drained[0], 0));
+            CUZK_CHECK(cudaStreamWaitEvent(stream, drained[0], 0));
+            const unsigned threads =
+                std::max(1u, std::min(8u, std::thread::hardware_concurrency() / 2));
+            size_t k = 0;
+            for (size_t off = 0; off < bytes; off += Staging::CHUNK, ++k) {
+                const size_t len = std::min(Staging::CHUNK, bytes - off);
+                const int b = (int)(k & 1);
+                if (k >= 2) CUZK_CHECK(cudaEventSynchronize(drained[b]));
+                parallel_copy(st.buf[b], (const char*)src + off, len, threads);
+                CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, st.buf[b], len,
+                                           cudaMemcpyHostToDevice, stream));
+                CUZK_CHECK(cudaEventRecord(drained[b], stream));
+            }
+            CUZK_CHECK(cudaStreamSynchronize(stream));
+            return 0;
+        }();
+        done();
+        return rc;
+    }
+    // upload() on a stream of its own (see DevicePending); a no-op for n = 0. The copy is
+    // asynchronous when the host memory is page-locked (by the caller, or here under
+    // --pin); from pageable memory the driver stages it and it overlaps little.
+    template <class T>
+    int upload_async(T* dst, const T* src, size_t n, Pending& p) {
+        if (!n) return 0;
+        // Staged, it would not overlap: page-locked or direct, as the caller's memory is.
+        p.pin = new HostPin(src, pin ? n * sizeof(T) : 0, true);
+        CUZK_CHECK(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
+        CUZK_CHECK(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming));
+        // dst was allocated in the default stream's order: the copy goes after that.
+        CUZK_CHECK(cudaEventRecord(p.done, 0));
+        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done, 0));
+        CUZK_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, p.stream));
+        CUZK_CHECK(cudaEventRecord(p.done, p.stream));
+        return 0;
+    }
+    // Later work on the default stream waits for the pending copy (idempotent).
+    int wait(Pending& p) {
+        if (p.done) CUZK_CHECK(cudaStreamWaitEvent(0, p.done, 0));
         return 0;
     }
     template <class T>
     int download(T* dst, const T* src, size_t n) {
         if (!n) return 0;
-        HostPin locked(dst, pin ? n * sizeof(T) : 0, false);
+        HostPin locked(dst, pin && !stage ? n * sizeof(T) : 0, false);
         CUZK_CHECK(cudaMemcpy(dst, src, n * sizeof(T), cudaMemcpyDeviceToHost));
         return 0;
     }
@@ -309,9 +504,29 @@ struct HostBlock {
     __host__ __device__ void sync() const {}
 };
 
+struct HostPending {};
+
+struct HostTimer {
+    std::chrono::steady_clock::time_point start, stop;
+};
+
 struct HostExec {
     template <class T>
     using Buf = HostBuf<T>;
+    using Pending = HostPending;
+    using Timer = HostTimer;
+    int start(Timer& t) {
+        t.start = std::chrono::steady_clock::now();
+        return 0;
+    }
+    int stop(Timer& t) {
+        t.stop = std::chrono::steady_clock::now();
+        return 0;
+    }
+    int elapsed(Timer& t, float* ms) {
+        *ms = (float)std::chrono::duration<double, std::milli>(t.stop - t.start).count();
+        return 0;
+    }
     char* err;
     size_t errlen;
 
@@ -352,11 +567,17 @@ struct HostExec {
         return 0;
     }
     int sync(const char*) { return 0; }
+    int sync_stream(const char*) { return 0; }
     template <class T>
     int upload(T* dst, const T* src, size_t n) {
         if (n) memcpy(dst, src, n * sizeof(T));
         return 0;
     }
+    template <class T>
+    int upload_async(T* dst, const T* src, size_t n, Pending&) {
+        return upload(dst, src, n);
+    }
+    int wait(Pending&) { return 0; }
     template <class T>
     int download(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);

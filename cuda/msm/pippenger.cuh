@@ -32,7 +32,6 @@
 // The ones' sum joins window 0 (weight 2^0). Without the split a 0/1 scalar still costs
 // a sort entry in every window.
 #pragma once
-#include <chrono>
 #include <cstdint>
 
 #include "../curve/xyzz.cuh"
@@ -341,6 +340,12 @@ struct Pippenger {
     Exec& ex;
     char* err;
     size_t errlen;
+    // The points, when they come from the host, and their upload: it overlaps the
+    // scalars' split, recoding and sort, and the first kernel that reads points waits for
+    // it. Members in this order so that, on any exit, the copy is waited for before its
+    // destination is freed.
+    Buf<Affine<F>> uploaded;
+    typename Exec::Pending points_upload;
 
     // Segments of each group (cnt → segs, seg_off) and their total.
     int segment(const Buf<uint32_t>& cnt, uint32_t groups, uint32_t seg, Buf<uint32_t>& segs,
@@ -422,6 +427,7 @@ struct Pippenger {
         CUZK_RC(segment(cnt, 1, SEG, segs, seg_off, &total));
         Buf<XYZZ<F>> partial;
         CUZK_RC(ex.alloc(partial, total, "partial sums of ones"));
+        CUZK_RC(ex.wait(points_upload));
         CUZK_RC(ex.launch_heavy(total,
                           SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr, points,
                                          partial.ptr},
@@ -443,20 +449,15 @@ struct Pippenger {
             const FrMont* scalars_h, size_t n, unsigned window, bool split, Jacobian<F>* out_h,
             size_t out_cap,
             unsigned* c_out, unsigned* windows_out, uint64_t* split_counts, float* ms) {
-        using clock = std::chrono::steady_clock;
-        auto ms_since = [](clock::time_point t) {
-            return (float)std::chrono::duration<double, std::milli>(clock::now() - t).count();
-        };
         if (n >= NEG_FLAG) {
             snprintf(err, errlen, "MSM of %zu points is too large for one call (limit 2^31)",
                      n);
             return -1;
         }
-        Buf<Affine<F>> uploaded;
         const Affine<F>* points = resident;
         if (!points) {
             CUZK_RC(ex.alloc(uploaded, n, "points"));
-            CUZK_RC(ex.upload(uploaded.ptr, points_h, n));
+            CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload));
             points = uploaded.ptr;
         }
         Buf<FrMont> scalars;
@@ -469,12 +470,11 @@ struct Pippenger {
         size_t m = n, n_ones = 0;
         Buf<uint32_t> tail_idx;
         Buf<XYZZ<F>> ones_sum;
-        CUZK_RC(ex.sync("MSM uploads"));
-        const auto t0 = clock::now();
+        typename Exec::Timer t_split, t_buckets;
+        CUZK_RC(ex.start(t_split));
         if (split) CUZK_RC(split_scalars(points, scalars, n, tail_idx, &m, ones_sum, &n_ones));
-        CUZK_RC(ex.sync("MSM split"));
-        const float split_ms = ms_since(t0);
-        const auto t1 = clock::now();
+        CUZK_RC(ex.stop(t_split));
+        CUZK_RC(ex.start(t_buckets));
         if (split_counts) {
             split_counts[0] = n_ones;
             split_counts[1] = m;
@@ -507,10 +507,11 @@ struct Pippenger {
         Buf<Jacobian<F>> out;
         CUZK_RC(ex.alloc(out, windows, "window results"));
         CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
+        CUZK_RC(ex.stop(t_buckets));
         CUZK_RC(ex.sync("MSM kernels"));
         if (ms) {
-            ms[0] = split_ms;
-            ms[1] = ms_since(t1);
+            CUZK_RC(ex.elapsed(t_split, &ms[0]));
+            CUZK_RC(ex.elapsed(t_buckets, &ms[1]));
         }
         CUZK_RC(ex.download(out_h, out.ptr, windows));
         *c_out = c;
@@ -542,7 +543,7 @@ struct Pippenger {
             int bits = 1;
             while (bits < 32 && (groups >> bits) != 0) ++bits;  // keys are ≤ groups
             CUZK_RC(ex.sort_pairs(keys_in.ptr, keys.ptr, vals_in.ptr, vals.ptr, N, bits));
-            CUZK_RC(ex.sync("signed digits + radix sort"));
+            CUZK_RC(ex.sync_stream("signed digits + radix sort"));
         }
 
         // 3. Bucket runs.
@@ -565,6 +566,7 @@ struct Pippenger {
 
         // 4. Bucket sums.
         Buf<XYZZ<F>> sums;
+        CUZK_RC(ex.wait(points_upload));
         {
             Buf<uint32_t> segs, seg_off;
             uint32_t total;
@@ -611,9 +613,10 @@ struct Pippenger {
 // ones and of scalars that went through the buckets (with split off: 0 and n). The points
 // are `resident` (executor memory) when that is not null, else the host array `points`;
 // the scalars likewise `resident_scalars`, else the host array `scalars`.
-// ms, when not null, receives the compute time in milliseconds of the split (classifying
-// the scalars and batch-adding the ones) and of the rest (buckets, windows), transfers
-// excluded.
+// ms, when not null, receives the device time in milliseconds (CUDA events) of the split
+// (classifying the scalars and batch-adding the ones) and of the rest (buckets, windows),
+// the scalars' upload excluded; points uploaded from the host overlap both, and what is
+// left of their upload when the first kernel needs them counts in its phase.
 template <class F, class Exec>
 int msm_windows(Exec& ex, const void* resident, const void* points,
                 const void* resident_scalars, const void* scalars, size_t n, int window,
@@ -631,7 +634,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
         return -1;
     }
     if (n == 0) return 0;
-    Pippenger<F, Exec> p{ex, err, errlen};
+    Pippenger<F, Exec> p{ex, err, errlen, {}, {}};
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points,
                   (const FrMont*)resident_scalars, (const FrMont*)scalars, n, (unsigned)window,

@@ -25,7 +25,6 @@
 // so the tests cross several passes).
 #include <algorithm>
 #include <new>
-#include <chrono>
 #include <cstdint>
 #include <type_traits>
 
@@ -59,6 +58,9 @@ CUZK_HD void prefetch_pow(const PowTable& t, uint64_t e) {
 #ifdef __CUDA_ARCH__
     asm volatile("prefetch.global.L1 [%0];" ::"l"(t.hi + (e >> t.L)));
     asm volatile("prefetch.global.L1 [%0];" ::"l"(t.lo + (e & ((1ull << t.L) - 1))));
+#else
+    (void)t;
+    (void)e;
 #endif
 }
 CUZK_HD Fr times_pow(const Fr& v, const PowTable& t, uint64_t e) {
@@ -93,6 +95,8 @@ struct Roots {
 // global memory, the last writes it). 8 elements are 64 registers: 256 threads a block,
 // two blocks an SM within 128 registers a thread (radix 16 would leave one block).
 constexpr unsigned REG_LOG = 3;
+// Threads per block of the fused kernels (their launch bound, below).
+constexpr unsigned FUSED_THREADS = 256;
 
 // Shared memory holds a block's elements as two planes of 16-byte halves, so that 8
 // threads reading consecutive elements (one 128-bit access phase) cover the 32 banks
@@ -291,7 +295,7 @@ static_assert(REG_LOG == 3, "FusedStages dispatches groups of 1..3 stages");
 namespace cuzk {
 #define CUZK_FUSED_KERNEL(DIT)                                                       \
     template <>                                                                      \
-    __global__ void __launch_bounds__(256, 2) for_each_block<FusedStages<DIT>>(      \
+    __global__ void __launch_bounds__(FUSED_THREADS, 2) for_each_block<FusedStages<DIT>>( \
         FusedStages<DIT> fn) {                                                       \
         extern __shared__ __align__(16) unsigned char cuzk_block_shared[];           \
         DeviceBlock ctx{threadIdx.x, blockDim.x, cuzk_block_shared};                 \
@@ -409,8 +413,9 @@ template <bool DIT, class Exec>
 int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
              const PowTable* scale) {
     const unsigned e_log = p.K + p.q;
-    // One thread per register group of 2^min(K, REG_LOG) elements: 256 at 2^11.
-    const unsigned threads = 1u << (e_log - std::min(p.K, REG_LOG));
+    // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
+    // the kernels' bound: passes of one or two stages loop over their groups.
+    const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
     return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
                             FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
                                              roots, w, scale != nullptr, scale ? *scale : w},
@@ -443,11 +448,6 @@ int forward_dit(Exec& ex, Fr* x, uint64_t m, PowTable w) {
     return 0;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-        .count();
-}
-
 // H into host memory h, or (h_set not null) into a new scalar set *h_set, for an MSM that
 // reads it where it is.
 template <class Exec>
@@ -469,8 +469,8 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
         CUZK_RC(ex.upload(bufs[k], src[k], n));
         CUZK_RC(ex.zero(bufs[k] + n, m - n));
     }
-    CUZK_RC(ex.sync("NTT upload"));
-    const auto t0 = std::chrono::steady_clock::now();
+    typename Exec::Timer timer;
+    CUZK_RC(ex.start(timer));
     for (Fr* x : bufs) {
         CUZK_RC(inverse_dif(ex, x, m, pt[1], &pt[2]));  // then coset scale
         CUZK_RC(forward_dit(ex, x, m, pt[0]));
@@ -478,8 +478,9 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
     CUZK_RC(inverse_dif(ex, da.ptr, m, pt[1], &pt[3]));  // then coset unscale
     CUZK_RC(ex.launch(m - 1, GatherBitrev{dh.ptr, da.ptr, log_m}, "NTT bit reversal", 256));
+    CUZK_RC(ex.stop(timer));
     CUZK_RC(ex.sync("NTT quotient kernels"));
-    if (ms) *ms = (float)ms_since(t0);
+    if (ms) CUZK_RC(ex.elapsed(timer, ms));
     if (h_set) {
         h_set->n = m - 1;
         return 0;
@@ -496,12 +497,13 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
     PowTable pt[3];  // ω, ω⁻¹, m⁻¹
     CUZK_RC(upload_tables(ex, dtab, tables, 3, pt));
     CUZK_RC(ex.upload(dx.ptr, x, m));
-    CUZK_RC(ex.sync("NTT upload"));
-    const auto t0 = std::chrono::steady_clock::now();
+    typename Exec::Timer timer;
+    CUZK_RC(ex.start(timer));
     CUZK_RC(inverse_dif(ex, dx.ptr, m, pt[inverse ? 1 : 0], inverse ? &pt[2] : nullptr));
     CUZK_RC(ex.launch(m, GatherBitrev{dy.ptr, dx.ptr, log_m}, "NTT bit reversal", 256));
+    CUZK_RC(ex.stop(timer));
     CUZK_RC(ex.sync("NTT kernels"));
-    if (ms) *ms = (float)ms_since(t0);
+    if (ms) CUZK_RC(ex.elapsed(timer, ms));
     return ex.download(x, dy.ptr, m);
 }
 
@@ -510,8 +512,8 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
 // H from the evaluations a, b, c (n ≤ m = 2^log_m each, zero-padded to m): writes m − 1
 // coefficients to h (host buffers), or, when h_set is not null, leaves them in a new
 // scalar set *h_set (cuzk_scalars_free) for an MSM to read on the device. tables: ω,
-// ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹. *ms gets the compute time (uploads and
-// download excluded). emulate ≠ 0 runs on the host.
+// ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹. *ms gets the kernels' device time (CUDA
+// events; uploads and download excluded). emulate ≠ 0 runs on the host.
 // Returns 0, or non-zero with err set.
 extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n,
                                  unsigned log_m, CuzkPowTables tables, const Fr* z_inv, Fr* h,

@@ -11,7 +11,8 @@ using cuzk::srs::PointSet;
 // index of the first invalid point (~0 if none); a set with invalid points is not created
 // and the call fails. pin ≠ 0 page-locks the host bytes (read-only registration of the
 // mapping) for the copy, so it runs at DMA speed without a staging copy; *pinned says
-// whether that worked (if not, the copy runs from pageable memory).
+// whether that worked (if not, the copy runs from pageable memory). pin = 0 copies through
+// the pinned staging buffers (exec.cuh, Staging).
 extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, int pin,
                                int* pinned, void** out, uint64_t* bad, char* err,
                                size_t errlen) {
@@ -47,7 +48,11 @@ extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, i
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->host, raw, n, bad);
         } else {
             cuzk::DeviceExec ex{err, errlen};
-            ex.pin = false;  // registered above (read-only mapping), or --pin off
+            // Registered above (read-only mapping): straight from it; else staged.
+            if (*pinned)
+                ex.pin = false;
+            else
+                ex.stage = true;
             rc = g2 ? cuzk::srs::upload_decode<cuzk::Fp2>(ex, ps->dev, raw, n, bad)
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->dev, raw, n, bad);
         }
