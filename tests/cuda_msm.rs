@@ -20,7 +20,7 @@ use std::fmt::Debug;
 
 // ---------------------------------------------------------------- field arithmetic
 
-/// A random Fp element below 2^380 (so below p), or an edge value.
+/// A random Fp element (uniform below p), or an edge value.
 fn fp_values(n: usize, rng: &mut impl RngCore) -> Vec<blst_fp> {
     let one = blst_fp {
         l: [
@@ -59,10 +59,16 @@ fn fp_values(n: usize, rng: &mut impl RngCore) -> Vec<blst_fp> {
             if i < edge.len() * edge.len() && rng.next_u32() % 2 == 0 {
                 return edge[i % edge.len()];
             }
-            let mut l = [0u64; 6];
-            l.iter_mut().for_each(|x| *x = rng.next_u64());
-            l[5] &= (1 << 60) - 1;
-            blst_fp { l }
+            // Uniform below p (rejection from 381 bits), so values near p, where the
+            // lazily reduced products' bounds are tightest, come up too.
+            loop {
+                let mut l = [0u64; 6];
+                l.iter_mut().for_each(|x| *x = rng.next_u64());
+                l[5] &= (1 << 61) - 1;
+                if l.iter().rev().lt(p_minus_1.l.iter().rev()) || l == p_minus_1.l {
+                    return blst_fp { l };
+                }
+            }
         })
         .collect()
 }
@@ -74,7 +80,7 @@ fn check_fp(emulate: bool) {
         let b = fp_values(n, &mut rng);
         let got = cuda::field::fp_ops(&a, &b, emulate).unwrap();
         for i in 0..n {
-            let mut want = [blst_fp::default(); 5];
+            let mut want = [blst_fp::default(); 6];
             // SAFETY: blst reads a[i], b[i] and writes one element each.
             unsafe {
                 blst::blst_fp_mul(&mut want[0], &a[i], &b[i]);
@@ -82,9 +88,10 @@ fn check_fp(emulate: bool) {
                 blst::blst_fp_add(&mut want[2], &a[i], &b[i]);
                 blst::blst_fp_sub(&mut want[3], &a[i], &b[i]);
                 blst::blst_fp_cneg(&mut want[4], &a[i], true);
+                blst::blst_fp_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg"].iter().enumerate() {
+            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg, &got.mul_sub];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"].iter().enumerate() {
                 assert_eq!(
                     ops[k][i].l, want[k].l,
                     "fp {name} n={n} i={i} emulate={emulate}"
@@ -107,7 +114,7 @@ fn check_fp2(emulate: bool) {
         let b = mk(fp_values(n, &mut rng), fp_values(n, &mut rng));
         let got = cuda::field::fp2_ops(&a, &b, emulate).unwrap();
         for i in 0..n {
-            let mut want = [blst_fp2::default(); 5];
+            let mut want = [blst_fp2::default(); 6];
             // SAFETY: as in check_fp.
             unsafe {
                 blst::blst_fp2_mul(&mut want[0], &a[i], &b[i]);
@@ -115,9 +122,10 @@ fn check_fp2(emulate: bool) {
                 blst::blst_fp2_add(&mut want[2], &a[i], &b[i]);
                 blst::blst_fp2_sub(&mut want[3], &a[i], &b[i]);
                 blst::blst_fp2_cneg(&mut want[4], &a[i], true);
+                blst::blst_fp2_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg"].iter().enumerate() {
+            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg, &got.mul_sub];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"].iter().enumerate() {
                 let (g, w) = (&ops[k][i].fp, &want[k].fp);
                 assert!(
                     g[0].l == w[0].l && g[1].l == w[1].l,

@@ -7,6 +7,7 @@
 //               curve (b ≠ 0), so the encoding is unambiguous.
 //   XYZZ<F>     {X, Y, ZZ, ZZZ} with x = X/ZZ, y = Y/ZZZ (ZZ³ = ZZZ²), the bucket
 //               accumulator: mixed addition costs 8M + 2S. Infinity: ZZ = ZZZ = 0.
+//               Y3's two products and their difference take one reduction (mul_sub).
 //   Jacobian<F> {X, Y, Z} with x = X/Z², y = Y/Z³: blst_p1 / blst_p2 layout, what
 //               blstrs' G1Projective / G2Projective hold. Infinity: all zero (blst's).
 // Formulas: the "xyzz" coordinate system of the Explicit-Formulas Database
@@ -77,7 +78,7 @@ CUZK_HD_CALL XYZZ<F> pdbl(const XYZZ<F>& p) {
     const F m = add(dbl(x2), x2);
     XYZZ<F> r;
     r.x = sub(sub(sqr(m), s), s);
-    r.y = sub(mul(m, sub(s, r.x)), mul(w, p.y));
+    r.y = mul_sub(m, sub(s, r.x), w, p.y);
     r.zz = mul(v, p.zz);
     r.zzz = mul(w, p.zzz);
     return r;
@@ -95,7 +96,7 @@ CUZK_HD_CALL XYZZ<F> pdbl_affine(const Affine<F>& a) {
     const F m = add(dbl(x2), x2);
     XYZZ<F> r;
     r.x = sub(sub(sqr(m), s), s);
-    r.y = sub(mul(m, sub(s, r.x)), mul(w, a.y));
+    r.y = mul_sub(m, sub(s, r.x), w, a.y);
     r.zz = v;
     r.zzz = w;
     return r;
@@ -122,7 +123,7 @@ CUZK_HD_CALL XYZZ<F> padd_affine(const XYZZ<F>& p, const Affine<F>& a) {
     const F q = mul(p.x, pp);
     XYZZ<F> r;
     r.x = sub(sub(sqr(r_), ppp), dbl(q));
-    r.y = sub(mul(r_, sub(q, r.x)), mul(p.y, ppp));
+    r.y = mul_sub(r_, sub(q, r.x), p.y, ppp);
     r.zz = mul(p.zz, pp);
     r.zzz = mul(p.zzz, ppp);
     return r;
@@ -150,7 +151,7 @@ CUZK_HD_CALL XYZZ<F> padd(const XYZZ<F>& p, const XYZZ<F>& q) {
     const F q_ = mul(u1, pp);
     XYZZ<F> r;
     r.x = sub(sub(sqr(r_), ppp), dbl(q_));
-    r.y = sub(mul(r_, sub(q_, r.x)), mul(s1, ppp));
+    r.y = mul_sub(r_, sub(q_, r.x), s1, ppp);
     r.zz = mul(mul(p.zz, q.zz), pp);
     r.zzz = mul(mul(p.zzz, q.zzz), ppp);
     return r;

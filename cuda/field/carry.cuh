@@ -221,5 +221,198 @@ CUZK_UNROLL
     reduce_once<P>(t, addc(0, 0), r);
 }
 
+// ---- Lazy reduction (Fp2's product): wide products, one reduction per result ----
+//
+// Words as above, n = 2N per value, 2n per wide (unreduced) product.
+
+// r = a + b over `words` words; returns the carry out.
+template <int words>
+CUZK_HD uint32_t add_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
+    r[0] = add_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < words; ++i) r[i] = addc_cc(a[i], b[i]);
+    return addc(0, 0);
+}
+
+// r = a − b over `words` words; returns all ones when it borrowed, else 0.
+template <int words>
+CUZK_HD uint32_t sub_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
+    r[0] = sub_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < words; ++i) r[i] = subc_cc(a[i], b[i]);
+    return subc(0, 0);
+}
+
+// t = a·b, 2n words, no reduction. The aligned-pair arrangement of mul(): products whose
+// halves fall on words (even, odd) go to e, the others to o, so that each row is two
+// carry chains of IMAD.WIDE; each chain's carry goes into the word above it, which earlier
+// rows' chains touched at most by a carry of their own (so it cannot overflow). The sum
+// e + o = a·b < 2^(32·2n): word 2n of either array stays zero.
+template <class P>
+CUZK_HD void mul_wide(const uint32_t* a, const uint32_t* b, uint32_t* t) {
+    constexpr int n = 2 * P::N;
+    uint32_t e[2 * n + 1], o[2 * n + 1];
+CUZK_UNROLL
+    for (int w = 0; w <= 2 * n; ++w) e[w] = o[w] = 0;
+CUZK_UNROLL
+    for (int i = 0; i < n; ++i) {
+        // j of the same parity as i: pairs at even words (i + j even) → e.
+        uint32_t* x = e;
+        uint32_t* y = o;
+        const int j0 = i & 1;  // first j with i + j even
+        x[i + j0] = mad_lo_cc(a[j0], b[i], x[i + j0]);
+        x[i + j0 + 1] = madc_hi_cc(a[j0], b[i], x[i + j0 + 1]);
+CUZK_UNROLL
+        for (int j = j0 + 2; j < n; j += 2) {
+            x[i + j] = madc_lo_cc(a[j], b[i], x[i + j]);
+            x[i + j + 1] = madc_hi_cc(a[j], b[i], x[i + j + 1]);
+        }
+        const int xe = i + (j0 ? n + 1 : n);  // the word above the chain
+        x[xe] = addc(x[xe], 0);
+        // j of the other parity: pairs at odd words → o.
+        const int j1 = 1 - j0;
+        y[i + j1] = mad_lo_cc(a[j1], b[i], y[i + j1]);
+        y[i + j1 + 1] = madc_hi_cc(a[j1], b[i], y[i + j1 + 1]);
+CUZK_UNROLL
+        for (int j = j1 + 2; j < n; j += 2) {
+            y[i + j] = madc_lo_cc(a[j], b[i], y[i + j]);
+            y[i + j + 1] = madc_hi_cc(a[j], b[i], y[i + j + 1]);
+        }
+        const int ye = i + (j1 ? n + 1 : n);
+        y[ye] = addc(y[ye], 0);
+    }
+    add_words<2 * n>(e, o, t);
+}
+
+// Montgomery reduction: T·2^(−32n) mod p into r (fully reduced), for a wide T < p·2^(32n).
+// The rows of mul() without their products: the low half of T is reduced word by word
+// (m = word·(−p⁻¹), add m·p at that word) in the two aligned arrays, which start as T's
+// low half and zeros; the high half is added at the end. The result
+// (T + M·p)/2^(32n) < 2p, then one conditional subtraction.
+template <class P>
+CUZK_HD void redc(const uint32_t* T, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    const uint32_t inv = (uint32_t)P::INV;
+    uint32_t e[2 * n + 1], o[2 * n + 1];
+CUZK_UNROLL
+    for (int w = 0; w <= 2 * n; ++w) {
+        e[w] = w < n ? T[w] : 0;
+        o[w] = 0;
+    }
+CUZK_UNROLL
+    for (int i = 0; i < n; ++i) {
+        uint32_t* x = (i & 1) ? o : e;
+        uint32_t* y = (i & 1) ? e : o;
+        // Fold word i of y into x; the carry enters y's chain at word i + 1.
+        x[i] = add_cc(x[i], y[i]);
+        const uint32_t m = x[i] * inv;
+        y[i + 1] = madc_lo_cc(m, p32<P>(1), y[i + 1]);
+        y[i + 2] = madc_hi_cc(m, p32<P>(1), y[i + 2]);
+CUZK_UNROLL
+        for (int j = 3; j < n; j += 2) {
+            y[i + j] = madc_lo_cc(m, p32<P>(j), y[i + j]);
+            y[i + j + 1] = madc_hi_cc(m, p32<P>(j), y[i + j + 1]);
+        }
+        y[i + n + 1] = addc(y[i + n + 1], 0);
+        x[i] = mad_lo_cc(m, p32<P>(0), x[i]);
+        x[i + 1] = madc_hi_cc(m, p32<P>(0), x[i + 1]);
+CUZK_UNROLL
+        for (int j = 2; j < n; j += 2) {
+            x[i + j] = madc_lo_cc(m, p32<P>(j), x[i + j]);
+            x[i + j + 1] = madc_hi_cc(m, p32<P>(j), x[i + j + 1]);
+        }
+        x[i + n] = addc(x[i + n], 0);
+    }
+    // (e + o) at words n..2n is (T_low + M·p)/2^(32n) ≤ p; plus T's high half < 2p + 1,
+    // which fits n words: the carries out are zero.
+    uint32_t u[n], v[n];
+    u[0] = add_cc(e[n], o[n]);
+CUZK_UNROLL
+    for (int w = 1; w < n; ++w) u[w] = addc_cc(e[n + w], o[n + w]);
+    add_words<n>(u, T + n, v);
+    reduce_once<P>(v, 0, r);
+}
+
+// t = a², 2n words: the n(n − 1)/2 cross products a[i]·a[j] (i < j) once, in the aligned
+// arrays of mul_wide (row i's two chains start at words 2i + 1 and 2i + 2), doubled by a
+// one-bit shift, plus the n squares a[i]² on the aligned pairs (2i, 2i + 1): about 60 % of
+// mul_wide's word products. A chain's carry again goes to the word above it, which only
+// the previous row's chain of the same array can have touched, by a carry.
+template <class P>
+CUZK_HD void sqr_wide(const uint32_t* a, uint32_t* t) {
+    constexpr int n = 2 * P::N;
+    uint32_t e[2 * n + 1], o[2 * n + 1];
+CUZK_UNROLL
+    for (int w = 0; w <= 2 * n; ++w) e[w] = o[w] = 0;
+CUZK_UNROLL
+    for (int i = 0; i < n - 1; ++i) {
+        // j ≡ i (mod 2), from i + 2: pairs at even words 2i + 2, … → e.
+        if (i + 2 < n) {
+            e[2 * i + 2] = mad_lo_cc(a[i + 2], a[i], e[2 * i + 2]);
+            e[2 * i + 3] = madc_hi_cc(a[i + 2], a[i], e[2 * i + 3]);
+            int j = i + 4;
+CUZK_UNROLL
+            for (; j < n; j += 2) {
+                e[i + j] = madc_lo_cc(a[j], a[i], e[i + j]);
+                e[i + j + 1] = madc_hi_cc(a[j], a[i], e[i + j + 1]);
+            }
+            e[i + j] = addc(e[i + j], 0);  // j: one past the last, the word above
+        }
+        // j ≢ i (mod 2), from i + 1: pairs at odd words 2i + 1, … → o.
+        o[2 * i + 1] = mad_lo_cc(a[i + 1], a[i], o[2 * i + 1]);
+        o[2 * i + 2] = madc_hi_cc(a[i + 1], a[i], o[2 * i + 2]);
+        int j = i + 3;
+CUZK_UNROLL
+        for (; j < n; j += 2) {
+            o[i + j] = madc_lo_cc(a[j], a[i], o[i + j]);
+            o[i + j + 1] = madc_hi_cc(a[j], a[i], o[i + j + 1]);
+        }
+        o[i + j] = addc(o[i + j], 0);
+    }
+    // c = e + o < 2^(32·2n − 1), doubled, plus the squares (no carry out: a² < 2^(32·2n)).
+    uint32_t c[2 * n];
+    add_words<2 * n>(e, o, c);
+    t[0] = c[0] << 1;
+CUZK_UNROLL
+    for (int w = 1; w < 2 * n; ++w) t[w] = (c[w] << 1) | (c[w - 1] >> 31);
+    t[0] = mad_lo_cc(a[0], a[0], t[0]);
+    t[1] = madc_hi_cc(a[0], a[0], t[1]);
+CUZK_UNROLL
+    for (int i = 1; i < n; ++i) {
+        t[2 * i] = madc_lo_cc(a[i], a[i], t[2 * i]);
+        t[2 * i + 1] = madc_hi_cc(a[i], a[i], t[2 * i + 1]);
+    }
+}
+
+// a² mod p (Montgomery): sqr_wide, then one reduction (a² < p² < p·2^(32n)).
+template <class P>
+CUZK_HD void sqr(const uint64_t* a64, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    uint32_t a[n], t[2 * n];
+    split<P>(a64, a);
+    sqr_wide<P>(a, t);
+    redc<P>(t, r);
+}
+
+// a·b − c·d mod p (Montgomery) with one reduction instead of two: the difference of the
+// wide products, plus p·2^(32n) when negative, lies in [0, p·2^(32n)) as redc needs.
+template <class P>
+CUZK_HD void mul_sub(const uint64_t* a64, const uint64_t* b64, const uint64_t* c64,
+                     const uint64_t* d64, uint64_t* r) {
+    constexpr int n = 2 * P::N;
+    uint32_t x[n], y[n], v[2 * n], w[2 * n];
+    split<P>(a64, x);
+    split<P>(b64, y);
+    mul_wide<P>(x, y, v);
+    split<P>(c64, x);
+    split<P>(d64, y);
+    mul_wide<P>(x, y, w);
+    const uint32_t neg = sub_words<2 * n>(v, w, v);
+CUZK_UNROLL
+    for (int i = 0; i < n; ++i) x[i] = p32<P>(i) & neg;
+    add_words<n>(v + n, x, v + n);  // the carry out cancels the borrow
+    redc<P>(v, r);
+}
+
 }  // namespace carry
 }  // namespace cuzk

@@ -140,9 +140,49 @@ CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
     return mul_inline(a, b);
 }
 
+// a² with the cross products once (carry.cuh, sqr_wide): ~80 % of a product's work.
+template <class P>
+CUZK_HD Mont<P> sqr_inline(const Mont<P>& a) {
+    Mont<P> r;
+    carry::sqr<P>(a.l, r.l);
+    return r;
+}
+
+// a·b − c·d with one Montgomery reduction instead of two (carry.cuh, mul_sub).
+template <class P>
+CUZK_HD Mont<P> mul_sub_inline(const Mont<P>& a, const Mont<P>& b, const Mont<P>& c,
+                               const Mont<P>& d) {
+    Mont<P> r;
+    carry::mul_sub<P>(a.l, b.l, c.l, d.l, r.l);
+    return r;
+}
+
+// Out of line on the device for Fp, as mul (see mul_call).
+template <class P>
+__device__ __noinline__ Mont<P> sqr_call(Mont<P> a) {
+    return sqr_inline(a);
+}
+
+template <class P>
+__device__ __noinline__ Mont<P> mul_sub_call(Mont<P> a, Mont<P> b, Mont<P> c, Mont<P> d) {
+    return mul_sub_inline(a, b, c, d);
+}
+
 template <class P>
 CUZK_HD Mont<P> sqr(const Mont<P>& a) {
-    return mul(a, a);
+#ifdef __CUDA_ARCH__
+    if constexpr (P::N >= 6) return sqr_call(a);
+#endif
+    return sqr_inline(a);
+}
+
+template <class P>
+CUZK_HD Mont<P> mul_sub(const Mont<P>& a, const Mont<P>& b, const Mont<P>& c,
+                        const Mont<P>& d) {
+#ifdef __CUDA_ARCH__
+    if constexpr (P::N >= 6) return mul_sub_call(a, b, c, d);
+#endif
+    return mul_sub_inline(a, b, c, d);
 }
 
 // Out of Montgomery form: a·R⁻¹ mod p, the canonical little-endian integer.

@@ -45,11 +45,14 @@ pub struct FieldOps<T> {
     pub add: Vec<T>,
     pub sub: Vec<T>,
     pub neg: Vec<T>,
+    /// a·b − a², by the lazily reduced difference of products the curve formulas use.
+    pub mul_sub: Vec<T>,
 }
 
 impl<T> FieldOps<T> {
     #[cfg_attr(not(cuzk_cuda), allow(dead_code))]
     fn split(mut out: Vec<T>, n: usize) -> Self {
+        let mul_sub = out.split_off(5 * n);
         let neg = out.split_off(4 * n);
         let sub = out.split_off(3 * n);
         let add = out.split_off(2 * n);
@@ -60,6 +63,7 @@ impl<T> FieldOps<T> {
             add,
             sub,
             neg,
+            mul_sub,
         }
     }
 }
@@ -89,9 +93,9 @@ fn ops<T: DeviceField>(a: &[T], b: &[T], emulate: bool) -> Result<FieldOps<T>> {
     #[cfg(cuzk_cuda)]
     {
         let n = a.len();
-        let mut out = vec![T::default(); 5 * n];
+        let mut out = vec![T::default(); 6 * n];
         // SAFETY: T is blst_fp or blst_fp2 (DeviceField is private), the device's Fp /
-        // Fp2 layout; a and b hold n elements, out 5n.
+        // Fp2 layout; a and b hold n elements, out 6n.
         super::call(|e, l| unsafe {
             T::FFI(
                 a.as_ptr() as *const _,
@@ -112,7 +116,7 @@ fn ops<T: DeviceField>(a: &[T], b: &[T], emulate: bool) -> Result<FieldOps<T>> {
     }
 }
 
-/// a·b, a², a+b, a−b, −a over Fp (Montgomery, blst layout) on the GPU, or with `emulate`
+/// a·b, a², a+b, a−b, −a, a·b − a² over Fp (Montgomery, blst layout) on the GPU, or with `emulate`
 /// the same device code run on the host.
 #[doc(hidden)]
 pub fn fp_ops(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<blst_fp>> {
