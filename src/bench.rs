@@ -338,20 +338,17 @@ fn all(s: &DeviceScalars) -> Scalars<'_> {
     Scalars::Device(s, 0, s.len())
 }
 
-/// The aux assignment uploaded, narrowed on the device to a query's variables.
-fn aux_of(p: &ProvingAssignment, density: &Density) -> Result<DeviceScalars> {
-    DeviceScalars::upload(&p.aux_assignment, false)?.select(density)
-}
-
-/// B in G1 or G2 as the backend's `b_products`: B's dense inputs, then its dense aux.
+/// B in G1 or G2 as the backend's B query: B's dense inputs, then its dense aux, narrowed
+/// on the device from the partition's uploaded aux assignment.
 fn b_msm<P: GpuAffine>(
     set: &DevicePoints<P>,
     p: &ProvingAssignment,
+    aux: &DeviceScalars,
     w: Msm,
     k: &mut [f64; 2],
 ) -> Result<P::Projective> {
     let inputs = p.b_input_density.select(&p.input_assignment);
-    let aux = aux_of(p, &p.b_aux_density)?;
+    let aux = aux.select(&p.b_aux_density)?;
     Ok(msm(set, 0, Scalars::Host(&inputs), w, k)?
         + msm(set, p.b_input_density.total(), all(&aux), w, k)?)
 }
@@ -411,18 +408,18 @@ fn partition_once(
     let h_cfg = Msm { split: false, ..w };
     t.phase("MSM h", "", false, |k| msm(g1, 0, all(&h), h_cfg, k))?;
     drop(h);
-    t.phase("MSM l", "", w.split, |k| {
-        let aux = DeviceScalars::upload(&p.aux_assignment, false)?;
-        msm(g1, 0, all(&aux), w, k)
+    let aux = t.phase("aux upload", " (once per partition)", false, |_| {
+        DeviceScalars::upload(&p.aux_assignment, false)
     })?;
+    t.phase("MSM l", "", w.split, |k| msm(g1, 0, all(&aux), w, k))?;
     t.phase("MSM a", "", w.split, |k| {
-        let aux = aux_of(p, &p.a_aux_density)?;
+        let a_aux = aux.select(&p.a_aux_density)?;
         let inputs = p.input_assignment.len();
         Ok(msm(g1, 0, Scalars::Host(&p.input_assignment), w, k)?
-            + msm(g1, inputs, all(&aux), w, k)?)
+            + msm(g1, inputs, all(&a_aux), w, k)?)
     })?;
-    t.phase("MSM b_g1", "", w.split, |k| b_msm(g1, p, w, k))?;
-    t.phase("MSM b_g2", "", w.split, |k| b_msm(g2, p, w, k))?;
+    t.phase("MSM b_g1", "", w.split, |k| b_msm(g1, p, &aux, w, k))?;
+    t.phase("MSM b_g2", "", w.split, |k| b_msm(g2, p, &aux, w, k))?;
     t.rows.push(("partition: total GPU".into(), t.wall));
     t.rows.push(("partition: total, kernels".into(), t.kernels));
     Ok(t)

@@ -176,7 +176,9 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     if let Some(json) = &cfg.json {
         output::check_path(json)?;
     }
-    let backend = choose_backend(cfg)?;
+    // With CUDA this initialises the driver to count the GPUs (the context itself is
+    // created during synthesis, by the backend's prefetch).
+    let backend = t.time("choose backend", || choose_backend(cfg))?;
 
     let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
     let proof = c1.registered_proof;

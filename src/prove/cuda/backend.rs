@@ -10,18 +10,20 @@
 //! batch-adds the points of scalars equal to one and buckets only the rest. `--b-g2 cpu`
 //! computes B in G2 with blst on the host cores, overlapping all the GPU work.
 //!
-//! The SRS goes to the GPU while the partitions are synthesized (`prefetch`, started by
-//! the pipeline before synthesis): every section is decoded on the device by a helper
-//! thread and stays resident for every batch of the run (`--max-circuits`). When the GPU
-//! lacks the room for all sections plus the MSMs' scratch, each section is instead
-//! uploaded and decoded just before its MSM and freed after it.
+//! The CUDA context and the SRS are set up while the partitions are synthesized
+//! (`prefetch`, started by the pipeline before synthesis): a helper thread creates the
+//! context, then decodes every section on the device, where it stays for every batch of
+//! the run (`--max-circuits`). The products then go partition by partition, each
+//! partition's aux assignment uploaded once for L, A and B. When the GPU lacks the room
+//! for all sections plus the MSMs' scratch, they go product by product instead, each
+//! section uploaded and decoded just before its MSMs and freed after them.
 
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use blstrs::{G1Affine, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
 use super::{
@@ -78,12 +80,23 @@ pub struct Resident {
 /// Where the resident SRS stands.
 #[derive(Default)]
 pub enum Prefetch {
-    /// Not asked for (or not possible): sections are loaded per MSM.
+    /// Not asked for: sections are loaded per MSM.
     #[default]
     Off,
-    /// A helper thread is uploading and decoding; it returns the sections and its time.
-    Loading(JoinHandle<Result<(Resident, Duration)>>),
+    /// A helper thread is creating the CUDA context and then, when the GPU has the room,
+    /// uploading and decoding the sections.
+    Loading(JoinHandle<Result<Prefetched>>),
     Ready(Arc<Resident>),
+    /// The context exists, but the SRS did not fit: sections are loaded per MSM.
+    NoRoom,
+}
+
+/// What the prefetch thread did.
+pub struct Prefetched {
+    /// None when the GPU lacks the room for every section plus the MSMs' scratch.
+    resident: Option<Resident>,
+    context: Duration,
+    upload: Duration,
 }
 
 /// Device memory the MSMs and the NTT need besides the resident SRS, per domain element.
@@ -93,9 +106,7 @@ pub enum Prefetch {
 const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
 
 impl Resident {
-    fn load(srs: &Srs, gpu: usize, pin: bool, g2: bool) -> Result<(Self, Duration)> {
-        let t0 = Instant::now();
-        super::set_device(gpu)?;
+    fn load(srs: &Srs, pin: bool, g2: bool) -> Result<Self> {
         fn decode<P: GpuAffine>(srs: &Srs, s: &Section, pin: bool) -> Result<DevicePoints<P>> {
             DevicePoints::decode(srs.section_bytes(s), pin).map_err(|e| {
                 anyhow::anyhow!(
@@ -112,7 +123,43 @@ impl Resident {
             b_g1: decode(srs, &srs.b_g1, pin)?,
             b_g2: g2.then(|| decode(srs, &srs.b_g2, pin)).transpose()?,
         };
-        Ok((r, t0.elapsed()))
+        Ok(r)
+    }
+
+    /// Runs on the prefetch thread, during synthesis: the CUDA context first (a few
+    /// hundred ms on a large GPU, which a single-shot prover would otherwise pay after
+    /// synthesis), then the sections if they fit beside the MSMs' scratch.
+    fn prefetch(srs: &Srs, gpu: usize, pin: bool, g2: bool) -> Result<Prefetched> {
+        let t0 = Instant::now();
+        super::set_device(gpu)?;
+        let (free, _) = super::mem_info()?;
+        let context = t0.elapsed();
+        let mut bytes: usize = [&srs.h, &srs.l, &srs.a, &srs.b_g1]
+            .iter()
+            .map(|s| s.count * s.point_size)
+            .sum();
+        if g2 {
+            bytes += srs.b_g2.count * srs.b_g2.point_size;
+        }
+        let need = bytes + SCRATCH_PER_DOMAIN_ELEMENT * srs.domain_size();
+        if need > free {
+            log::info!(
+                "SRS loaded per MSM: resident it needs {need} bytes with the MSM scratch, the \
+                 GPU has {free} free"
+            );
+            return Ok(Prefetched {
+                resident: None,
+                context,
+                upload: Duration::ZERO,
+            });
+        }
+        let t1 = Instant::now();
+        let resident = Some(Self::load(srs, pin, g2)?);
+        Ok(Prefetched {
+            resident,
+            context,
+            upload: t1.elapsed(),
+        })
     }
 }
 
@@ -189,8 +236,8 @@ impl DeviceWork {
     fn record(&self, t: &mut Timings, split: bool) {
         let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
         if split {
-            t.add("  of which split + batch add (GPU)", ms(self.split_ms));
-            t.add("  of which bucket MSM (GPU)", ms(self.buckets_ms));
+            t.add("  of which split + batch add (GPU events)", ms(self.split_ms));
+            t.add("  of which bucket MSM (GPU events)", ms(self.buckets_ms));
             log::info!(
                 "{} scalars: {} ones batch-added, {} bucketed, {} zeros dropped",
                 self.scalars,
@@ -199,7 +246,7 @@ impl DeviceWork {
                 self.scalars - self.ones - self.bucketed
             );
         } else {
-            t.add("  of which MSM kernels (GPU)", ms(self.buckets_ms));
+            t.add("  of which MSM kernels (GPU events)", ms(self.buckets_ms));
         }
     }
 }
@@ -225,14 +272,19 @@ impl Cuda {
             let Prefetch::Loading(handle) = std::mem::take(&mut *state) else {
                 unreachable!()
             };
-            let joined = t.time("wait for the SRS on the GPU", || handle.join());
-            let (r, took) =
-                joined.map_err(|_| anyhow::anyhow!("the SRS upload thread panicked"))??;
-            t.add(
-                "  SRS upload + decode, all sections (GPU, during synthesis)",
-                took,
-            );
-            *state = Prefetch::Ready(Arc::new(r));
+            let joined = t.time("wait for the GPU prefetch", || handle.join());
+            let done = joined.map_err(|_| anyhow::anyhow!("the SRS upload thread panicked"))??;
+            t.add("  CUDA context (during synthesis)", done.context);
+            *state = match done.resident {
+                Some(r) => {
+                    t.add(
+                        "  SRS upload + decode, all sections (GPU, during synthesis)",
+                        done.upload,
+                    );
+                    Prefetch::Ready(Arc::new(r))
+                }
+                None => Prefetch::NoRoom,
+            };
         }
         Ok(match &*state {
             Prefetch::Ready(r) => Some(r.clone()),
@@ -240,20 +292,16 @@ impl Cuda {
         })
     }
 
-    /// The points of section `s`: resident, decoded on the device from the mapped bytes,
-    /// or the next section from the host decoding thread.
-    fn load<'a, P: GpuAffine + SrsPoint>(
+    /// The points of section `s` when the SRS is not resident: decoded on the device from
+    /// the mapped bytes, or the next section from the host decoding thread.
+    fn load<P: GpuAffine + SrsPoint>(
         &self,
         srs: &Srs,
         s: &Section,
         host: &Decoded<P>,
-        resident: Option<&'a DevicePoints<P>>,
         t: &mut Timings,
-    ) -> Result<Loaded<'a, P>> {
+    ) -> Result<Loaded<'static, P>> {
         let name = s.name;
-        if let Some(d) = resident {
-            return Ok(Loaded::Resident(d));
-        }
         if self.srs_decode == SrsDecode::Gpu {
             let d = t.time(&format!("upload + decode SRS {name} (GPU)"), || {
                 DevicePoints::decode(srs.section_bytes(s), self.pin)
@@ -296,28 +344,10 @@ impl Backend for Cuda {
         if self.srs_decode != SrsDecode::Gpu {
             return Ok(());
         }
-        super::set_device(self.gpu)?;
-        let g2 = self.b_g2 == BG2::Gpu;
-        let mut bytes: usize = [&srs.h, &srs.l, &srs.a, &srs.b_g1]
-            .iter()
-            .map(|s| s.count * s.point_size)
-            .sum();
-        if g2 {
-            bytes += srs.b_g2.count * srs.b_g2.point_size;
-        }
-        let need = bytes + SCRATCH_PER_DOMAIN_ELEMENT * srs.domain_size();
-        let (free, _) = super::mem_info()?;
-        if need > free {
-            log::info!(
-                "SRS loaded per MSM: resident it needs {need} bytes with the MSM scratch, the \
-                 GPU has {free} free"
-            );
-            return Ok(());
-        }
-        let (srs, gpu, pin) = (srs.clone(), self.gpu, self.pin);
+        let (srs, gpu, pin, g2) = (srs.clone(), self.gpu, self.pin, self.b_g2 == BG2::Gpu);
         let handle = std::thread::Builder::new()
             .name("srs-upload".into())
-            .spawn(move || Resident::load(&srs, gpu, pin, g2))?;
+            .spawn(move || Resident::prefetch(&srs, gpu, pin, g2))?;
         *self.resident.lock().unwrap_or_else(|e| e.into_inner()) = Prefetch::Loading(handle);
         Ok(())
     }
@@ -391,7 +421,123 @@ impl Backend for Cuda {
     }
 }
 
+/// The product phases, in the order of the timing table.
+#[derive(Clone, Copy)]
+enum Phase {
+    Ntt,
+    HMsm,
+    AuxUpload,
+    L,
+    A,
+    BG1,
+    BG2,
+}
+
+const PHASES: usize = 7;
+
+/// Wall time and device work per phase, summed over the partitions of a batch.
+#[derive(Default)]
+struct Phases {
+    wall: [Duration; PHASES],
+    work: [DeviceWork; PHASES],
+    ntt_ms: f64,
+}
+
+impl Phases {
+    fn time<T>(&mut self, p: Phase, f: impl FnOnce(&mut DeviceWork) -> Result<T>) -> Result<T> {
+        let t0 = Instant::now();
+        let r = f(&mut self.work[p as usize]);
+        self.wall[p as usize] += t0.elapsed();
+        r
+    }
+
+    fn record(&self, t: &mut Timings, split: bool, g2: bool, aux_once: bool) {
+        let row = |t: &mut Timings, p: Phase, name: &str| t.add(name, self.wall[p as usize]);
+        row(t, Phase::Ntt, "H: NTT on the GPU (with transfers)");
+        t.add(
+            "  of which NTT kernels (GPU events)",
+            Duration::from_secs_f64(self.ntt_ms / 1e3),
+        );
+        row(t, Phase::HMsm, "MSM h (GPU, H from the NTT on the device)");
+        self.work[Phase::HMsm as usize].record(t, false);
+        if aux_once {
+            row(t, Phase::AuxUpload, "upload aux assignment (once per partition)");
+        }
+        let products = [
+            (Phase::L, "MSM l (GPU)"),
+            (Phase::A, "MSM a (GPU)"),
+            (Phase::BG1, "MSM b_g1 (GPU)"),
+            (Phase::BG2, "MSM b_g2 (GPU)"),
+        ];
+        for (p, name) in products {
+            if matches!(p, Phase::BG2) && !g2 {
+                continue;
+            }
+            row(t, p, name);
+            self.work[p as usize].record(t, split);
+        }
+    }
+}
+
+/// The witness queries: L and A read the aux assignment, B (G1 and G2) the B query.
+#[derive(Clone, Copy)]
+enum Query {
+    L,
+    A,
+    B,
+}
+
+/// One query's MSMs for one partition, its aux assignment already on the device: the
+/// inputs (A: all; B: by B's input density) from the host, then the aux scalars of the
+/// query, selected on the device. L has no inputs.
+fn query<P: GpuAffine>(
+    q: Query,
+    pts: &Loaded<P>,
+    p: &ProvingAssignment,
+    aux: &DeviceScalars,
+    w: Msm,
+    work: &mut DeviceWork,
+) -> Result<P::Projective> {
+    match q {
+        Query::L => pts.msm_dev(0, aux, w, work),
+        Query::A => {
+            let inputs = p.input_assignment.len();
+            let aux = aux.select(&p.a_aux_density)?;
+            Ok(pts.msm(0, &p.input_assignment, w, work)? + pts.msm_dev(inputs, &aux, w, work)?)
+        }
+        Query::B => {
+            let inputs = p.b_input_density.select(&p.input_assignment);
+            let aux = aux.select(&p.b_aux_density)?;
+            Ok(pts.msm(0, &inputs, w, work)?
+                + pts.msm_dev(p.b_input_density.total(), &aux, w, work)?)
+        }
+    }
+}
+
 impl Cuda {
+    /// H for one partition: the NTT leaves it on the device for its MSM.
+    fn h_product(
+        &self,
+        pts: &Loaded<G1Affine>,
+        (a, b, c): (Vec<Fr>, Vec<Fr>, Vec<Fr>),
+        ph: &mut Phases,
+    ) -> Result<G1Projective> {
+        let hd = ph.time(Phase::Ntt, |_| {
+            let (hd, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
+            drop((a, b, c));
+            Ok((hd, ms))
+        })?;
+        ph.ntt_ms += hd.1 as f64;
+        let h_cfg = Msm {
+            split: false,
+            ..self.msm
+        };
+        ph.time(Phase::HMsm, |work| pts.msm_dev(0, &hd.0, h_cfg, work))
+    }
+
+    /// With the SRS resident, partition by partition: H, then the aux assignment goes to
+    /// the device once and serves L, A and B. Else (sections loaded per MSM) product by
+    /// product over the partitions, each MSM uploading the aux assignment it narrows.
     fn products_with(
         &self,
         srs: &Srs,
@@ -402,106 +548,74 @@ impl Cuda {
         g2: &Decoded<G2Affine>,
     ) -> Result<Vec<Products>> {
         let w = self.msm;
-        // H stays on the device from the NTT to its MSM; so one partition at a time (all
-        // of a 32GiB proof's H at once would not fit beside the SRS). The NTT does not read
-        // the SRS: only now wait for the sections' upload.
-        let resident = self.resident(t)?;
-        let res = resident.as_deref();
-        let pts = self.load(srs, &srs.h, g1, res.map(|r| &r.h), t)?;
-        let h_cfg = Msm { split: false, ..w };
-        let mut work = DeviceWork::default();
-        let (mut ntt_wall, mut ntt_ms, mut msm_wall) = (Duration::ZERO, 0f32, Duration::ZERO);
-        let mut h = Vec::with_capacity(abc.len());
-        for (a, b, c) in abc {
-            let t0 = Instant::now();
-            let (hd, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
-            drop((a, b, c));
-            ntt_wall += t0.elapsed();
-            ntt_ms += ms;
-            let t0 = Instant::now();
-            h.push(pts.msm_dev(0, &hd, h_cfg, &mut work)?);
-            msm_wall += t0.elapsed();
-        }
-        t.add("H: NTT on the GPU (with transfers)", ntt_wall);
-        t.add(
-            "  of which NTT kernels",
-            Duration::from_secs_f64(ntt_ms as f64 / 1e3),
-        );
-        t.add("MSM h (GPU, H from the NTT on the device)", msm_wall);
-        work.record(t, false);
-        drop(pts);
-
-        // The aux assignment goes to the device once per MSM and is narrowed there to the
-        // A or B query's variables (no host-side copy of 130 M scalars).
-        let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
-        let pts = self.load(srs, &srs.l, g1, res.map(|r| &r.l), t)?;
-        let mut work = DeviceWork::default();
-        let l = t.time("MSM l (GPU)", || {
-            parts
-                .iter()
-                .map(|p| pts.msm_dev(0, &upload(p)?, w, &mut work))
-                .collect::<Result<Vec<_>>>()
-        })?;
-        work.record(t, w.split);
-        drop(pts);
-
-        let pts = self.load(srs, &srs.a, g1, res.map(|r| &r.a), t)?;
-        let mut work = DeviceWork::default();
-        let a = t.time("MSM a (GPU)", || {
-            parts
-                .iter()
-                .map(|p| {
-                    let inputs = p.input_assignment.len();
-                    let aux = upload(p)?.select(&p.a_aux_density)?;
-                    Ok(pts.msm(0, &p.input_assignment, w, &mut work)?
-                        + pts.msm_dev(inputs, &aux, w, &mut work)?)
-                })
-                .collect::<Result<Vec<_>>>()
-        })?;
-        work.record(t, w.split);
-        drop(pts);
-
-        // B: one body for G1 and G2; inputs first (by B input density), then aux.
-        fn b_products<P: GpuAffine>(
-            pts: &Loaded<P>,
-            parts: &[ProvingAssignment],
-            w: Msm,
-            work: &mut DeviceWork,
-        ) -> Result<Vec<P::Projective>> {
-            parts
-                .iter()
-                .map(|p| {
-                    let inputs = p.b_input_density.select(&p.input_assignment);
-                    let aux = DeviceScalars::upload(&p.aux_assignment, false)?
-                        .select(&p.b_aux_density)?;
-                    Ok(pts.msm(0, &inputs, w, work)?
-                        + pts.msm_dev(p.b_input_density.total(), &aux, w, work)?)
-                })
-                .collect()
-        }
-        let pts = self.load(srs, &srs.b_g1, g1, res.map(|r| &r.b_g1), t)?;
-        let mut work = DeviceWork::default();
-        let b_g1 = t.time("MSM b_g1 (GPU)", || b_products(&pts, parts, w, &mut work))?;
-        work.record(t, w.split);
-        drop(pts);
-        let b_g2 = if self.b_g2 == BG2::Gpu {
-            let pts = self.load(srs, &srs.b_g2, g2, res.and_then(|r| r.b_g2.as_ref()), t)?;
-            let mut work = DeviceWork::default();
-            let b = t.time("MSM b_g2 (GPU)", || b_products(&pts, parts, w, &mut work))?;
-            work.record(t, w.split);
-            b
-        } else {
-            vec![G2Projective::identity(); parts.len()] // filled in by the caller
-        };
-
-        Ok((0..parts.len())
-            .map(|i| Products {
-                h: h[i],
-                l: l[i],
-                a: a[i],
-                b_g1: b_g1[i],
-                b_g2: b_g2[i],
+        let g2_on_gpu = self.b_g2 == BG2::Gpu;
+        let mut out: Vec<Products> = parts
+            .iter()
+            .map(|_| Products {
+                h: G1Projective::identity(),
+                l: G1Projective::identity(),
+                a: G1Projective::identity(),
+                b_g1: G1Projective::identity(),
+                b_g2: G2Projective::identity(), // with --b-g2 cpu, filled in by the caller
             })
-            .collect())
+            .collect();
+        let mut ph = Phases::default();
+        // The NTT does not read the SRS: only now wait for the sections' upload.
+        let resident = self.resident(t)?;
+        if let Some(r) = resident.as_deref() {
+            let (h, l, a, b_g1) = (
+                Loaded::Resident(&r.h),
+                Loaded::Resident(&r.l),
+                Loaded::Resident(&r.a),
+                Loaded::Resident(&r.b_g1),
+            );
+            let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
+            for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
+                o.h = self.h_product(&h, abc, &mut ph)?;
+                let aux = ph.time(Phase::AuxUpload, |_| {
+                    DeviceScalars::upload(&p.aux_assignment, false)
+                })?;
+                o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, &aux, w, k))?;
+                o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, &aux, w, k))?;
+                o.b_g1 = ph.time(Phase::BG1, |k| query(Query::B, &b_g1, p, &aux, w, k))?;
+                if let Some(b_g2) = &b_g2 {
+                    o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, b_g2, p, &aux, w, k))?;
+                }
+            }
+            ph.record(t, w.split, g2_on_gpu, true);
+            return Ok(out);
+        }
+
+        // H stays on the device from the NTT to its MSM; so one partition at a time (all
+        // of a 32GiB proof's H at once would not fit beside the SRS).
+        let pts = self.load(srs, &srs.h, g1, t)?;
+        for (o, abc) in out.iter_mut().zip(abc) {
+            o.h = self.h_product(&pts, abc, &mut ph)?;
+        }
+        drop(pts);
+        let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
+        for (q, s, phase) in [
+            (Query::L, &srs.l, Phase::L),
+            (Query::A, &srs.a, Phase::A),
+            (Query::B, &srs.b_g1, Phase::BG1),
+        ] {
+            let pts = self.load(srs, s, g1, t)?;
+            for (o, p) in out.iter_mut().zip(parts) {
+                let v = ph.time(phase, |k| query(q, &pts, p, &upload(p)?, w, k))?;
+                match phase {
+                    Phase::L => o.l = v,
+                    Phase::A => o.a = v,
+                    _ => o.b_g1 = v,
+                }
+            }
+        }
+        if g2_on_gpu {
+            let pts = self.load(srs, &srs.b_g2, g2, t)?;
+            for (o, p) in out.iter_mut().zip(parts) {
+                o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &pts, p, &upload(p)?, w, k))?;
+            }
+        }
+        ph.record(t, w.split, g2_on_gpu, false);
+        Ok(out)
     }
 }
