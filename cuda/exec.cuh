@@ -145,10 +145,21 @@ __global__ void for_each_block(Fn fn) {
 // driver's staging buffer at a fraction of the bus speed (≈ 5 GB/s on the H200 host for
 // the quotient's inputs, docs/PERF.md). Process-wide; smaller copies are not worth it.
 inline bool& pin_transfers() {
-    static bool on = true;
+    static bool on = false;
     return on;
 }
 constexpr size_t PIN_MIN_BYTES = size_t(32) << 20;
+
+// Whether host memory is page-locked already (cudaHostAlloc'd or registered by the
+// caller): then copies go straight from it, neither staged nor registered again.
+inline bool host_locked(const void* p) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return a.type == cudaMemoryTypeHost;
+}
 
 // Registration of [p, p + bytes) for one copy, undone on scope exit; when the driver
 // refuses (or the copy is small), the copy simply runs from pageable memory.
@@ -376,12 +387,33 @@ struct DeviceExec {
     int upload(T* dst, const T* src, size_t n) {
         if (!n) return 0;
         const size_t bytes = n * sizeof(T);
-        if (pin && stage && bytes >= PIN_MIN_BYTES) return staged_upload(dst, src, bytes);
-        HostPin locked(src, pin && !stage ? bytes : 0, true);
+        const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
+        if (big && stage) return staged_upload(dst, src, bytes);
+        HostPin locked(src, big ? bytes : 0, true);
         CUZK_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
         return 0;
     }
-    int staged_upload(void* dst, const void* src, size_t bytes) {
+    // upload() that lets kernels already queued on the default stream run meanwhile (the
+    // copy goes on a stream of its own). dst must be allocated and usable already, e.g.
+    // after sync_stream() (the copy does not wait for the default stream).
+    template <class T>
+    int upload_overlapped(T* dst, const T* src, size_t n) {
+        if (!n) return 0;
+        const size_t bytes = n * sizeof(T);
+        const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
+        if (big && stage) return staged_upload(dst, src, bytes, false);
+        HostPin locked(src, big ? bytes : 0, true);
+        cudaStream_t stream;
+        CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+        CUZK_CHECK(e);
+        return 0;
+    }
+    // Through the staging buffers (see Staging); after_default: the copies wait for the
+    // work queued on the default stream so far (dst's allocation, in stream order).
+    int staged_upload(void* dst, const void* src, size_t bytes, bool after_default = true) {
         Staging& st = Staging::get();
         std::lock_guard<std::mutex> hold(st.lock);
         for (void*& b : st.buf)
@@ -397,9 +429,10 @@ struct DeviceExec {
         int rc = [&]() -> int {
             for (cudaEvent_t& e : drained)
                 CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            // dst was allocated in the default stream's order: the copies go after that.
-            CUZK_CHECK(cudaEventRecord(drained[0], 0));
-            CUZK_CHECK(cudaStreamWaitEvent(stream, drained[0], 0));
+            if (after_default) {
+                CUZK_CHECK(cudaEventRecord(drained[0], 0));
+                CUZK_CHECK(cudaStreamWaitEvent(stream, drained[0], 0));
+            }
             const unsigned threads =
                 std::max(1u, std::min(8u, std::thread::hardware_concurrency() / 2));
             size_t k = 0;
@@ -424,8 +457,12 @@ struct DeviceExec {
     template <class T>
     int upload_async(T* dst, const T* src, size_t n, Pending& p) {
         if (!n) return 0;
-        // Staged, it would not overlap: page-locked or direct, as the caller's memory is.
-        p.pin = new HostPin(src, pin ? n * sizeof(T) : 0, true);
+        const size_t bytes = n * sizeof(T);
+        const bool locked = host_locked(src);
+        // Pageable memory under staging: a staged copy now (no overlap, but at DMA speed
+        // rather than the driver's pageable rate).
+        if (!locked && pin && stage && bytes >= PIN_MIN_BYTES) return staged_upload(dst, src, bytes);
+        p.pin = new HostPin(src, pin && !locked ? bytes : 0, true);
         CUZK_CHECK(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
         CUZK_CHECK(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming));
         // dst was allocated in the default stream's order: the copy goes after that.
@@ -575,6 +612,10 @@ struct HostExec {
     }
     template <class T>
     int upload_async(T* dst, const T* src, size_t n, Pending&) {
+        return upload(dst, src, n);
+    }
+    template <class T>
+    int upload_overlapped(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);
     }
     int wait(Pending&) { return 0; }

@@ -143,8 +143,9 @@ pub enum Command {
             requires = "partition"
         )]
         split_msm: Switch,
-        /// Page-lock host buffers for large copies (the prover's --pin).
-        #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+        /// Page-lock host buffers for large copies instead of staging them (the prover's
+        /// --pin).
+        #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
         pin: Switch,
         #[arg(long, value_name = "N", default_value_t = 5)]
         runs: usize,
@@ -269,10 +270,12 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = SrsDecode::Gpu)]
     pub srs_decode: SrsDecode,
 
-    /// Page-lock host memory for the CUDA backend's large copies: each mapped SRS section,
-    /// the NTT's inputs and output, the MSMs' scalars (DMA at bus speed, no staging copy;
-    /// costs the page-locking; falls back to pageable copies when the system refuses).
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    /// How the CUDA backend's large host-to-device copies (each mapped SRS section, the
+    /// NTT's inputs, the aux assignment) reach the GPU: off (default) through two pinned
+    /// buffers, host threads filling one while the DMA engine drains the other; on
+    /// page-locks (registers) the host memory itself for each copy, no host copy but the
+    /// registration's cost (slower on the H200 host: docs/PERF.md).
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
     pub pin: Switch,
 
     /// Threads for synthesis (default: all cores).
@@ -384,7 +387,7 @@ impl Config {
             split_msm: true,
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
-            pin: true,
+            pin: false,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             pce: false,
@@ -484,8 +487,8 @@ mod tests {
     fn gpu_flags() {
         let c = config(&[]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
-        assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, true));
-        assert!(!config(&["--pin", "off"]).unwrap().pin);
+        assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, false));
+        assert!(config(&["--pin", "on"]).unwrap().pin);
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));
         assert_eq!(

@@ -62,7 +62,8 @@ pub struct Cuda {
     pub srs_decode: SrsDecode,
     /// The GPU (`--gpu N`), made current on the thread that runs the kernels.
     pub gpu: usize,
-    /// Page-lock each mapped SRS section while it is copied to the device (`--pin`).
+    /// Page-lock each mapped SRS section while it is copied to the device (`--pin on`),
+    /// else stage it through pinned buffers.
     pub pin: bool,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,

@@ -87,8 +87,8 @@ pub fn set_device(index: usize) -> Result<()> {
     }
 }
 
-/// Whether the MSM and NTT page-lock their large host buffers for the copies (`--pin`;
-/// on by default). Process-wide.
+/// Whether large host-to-device copies page-lock (register) their host memory (`--pin
+/// on`) or go through pinned staging buffers (off, the default). Process-wide.
 pub fn set_pin_transfers(on: bool) {
     #[cfg(cuzk_cuda)]
     // SAFETY: sets one process-wide flag the CUDA code reads before each copy.
