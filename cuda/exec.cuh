@@ -385,24 +385,24 @@ struct DeviceExec {
     // callers whose memory is page-locked already.
     template <class T>
     int upload(T* dst, const T* src, size_t n) {
-        if (!n) return 0;
-        const size_t bytes = n * sizeof(T);
-        const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
-        if (big && stage) return staged_upload(dst, src, bytes);
-        HostPin locked(src, big ? bytes : 0, true);
-        CUZK_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-        return 0;
+        return upload_bytes(dst, src, n * sizeof(T), false);
     }
     // upload() that lets kernels already queued on the default stream run meanwhile (the
     // copy goes on a stream of its own). dst must be allocated and usable already, e.g.
     // after sync_stream() (the copy does not wait for the default stream).
     template <class T>
     int upload_overlapped(T* dst, const T* src, size_t n) {
-        if (!n) return 0;
-        const size_t bytes = n * sizeof(T);
+        return upload_bytes(dst, src, n * sizeof(T), true);
+    }
+    int upload_bytes(void* dst, const void* src, size_t bytes, bool overlapped) {
+        if (!bytes) return 0;
         const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
-        if (big && stage) return staged_upload(dst, src, bytes, false);
+        if (big && stage) return staged_upload(dst, src, bytes, !overlapped);
         HostPin locked(src, big ? bytes : 0, true);
+        if (!overlapped) {
+            CUZK_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+            return 0;
+        }
         cudaStream_t stream;
         CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
         cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);

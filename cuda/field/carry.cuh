@@ -118,17 +118,31 @@ CUZK_UNROLL
     join<P>(o, r);
 }
 
+// r = a + b over `words` words; returns the carry out.
+template <int words>
+CUZK_HD uint32_t add_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
+    r[0] = add_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < words; ++i) r[i] = addc_cc(a[i], b[i]);
+    return addc(0, 0);
+}
+
+// r = a − b over `words` words; returns all ones when it borrowed, else 0.
+template <int words>
+CUZK_HD uint32_t sub_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
+    r[0] = sub_cc(a[0], b[0]);
+CUZK_UNROLL
+    for (int i = 1; i < words; ++i) r[i] = subc_cc(a[i], b[i]);
+    return subc(0, 0);
+}
+
 template <class P>
 CUZK_HD void add(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
     uint32_t a[n], b[n], t[n];
     split<P>(a64, a);
     split<P>(b64, b);
-    t[0] = add_cc(a[0], b[0]);
-CUZK_UNROLL
-    for (int i = 1; i < n; ++i) t[i] = addc_cc(a[i], b[i]);
-    const uint32_t carry = addc(0, 0);
-    reduce_once<P>(t, carry, r);
+    reduce_once<P>(t, add_words<n>(a, b, t), r);
 }
 
 template <class P>
@@ -137,11 +151,8 @@ CUZK_HD void sub(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     uint32_t a[n], b[n], t[n];
     split<P>(a64, a);
     split<P>(b64, b);
-    t[0] = sub_cc(a[0], b[0]);
-CUZK_UNROLL
-    for (int i = 1; i < n; ++i) t[i] = subc_cc(a[i], b[i]);
     // Borrowed: add p back.
-    const uint32_t mask = subc(0, 0);
+    const uint32_t mask = sub_words<n>(a, b, t);
     t[0] = add_cc(t[0], p32<P>(0) & mask);
 CUZK_UNROLL
     for (int i = 1; i < n; ++i) t[i] = addc_cc(t[i], p32<P>(i) & mask);
@@ -224,24 +235,6 @@ CUZK_UNROLL
 // ---- Lazy reduction (Fp2's product): wide products, one reduction per result ----
 //
 // Words as above, n = 2N per value, 2n per wide (unreduced) product.
-
-// r = a + b over `words` words; returns the carry out.
-template <int words>
-CUZK_HD uint32_t add_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
-    r[0] = add_cc(a[0], b[0]);
-CUZK_UNROLL
-    for (int i = 1; i < words; ++i) r[i] = addc_cc(a[i], b[i]);
-    return addc(0, 0);
-}
-
-// r = a − b over `words` words; returns all ones when it borrowed, else 0.
-template <int words>
-CUZK_HD uint32_t sub_words(const uint32_t* a, const uint32_t* b, uint32_t* r) {
-    r[0] = sub_cc(a[0], b[0]);
-CUZK_UNROLL
-    for (int i = 1; i < words; ++i) r[i] = subc_cc(a[i], b[i]);
-    return subc(0, 0);
-}
 
 // t = a·b, 2n words, no reduction. The aligned-pair arrangement of mul(): products whose
 // halves fall on words (even, odd) go to e, the others to o, so that each row is two
