@@ -133,14 +133,15 @@ fn build_cuda(nvcc: &Path) {
     let cache = out.join("cuda-objects");
     std::fs::create_dir_all(&cache).expect("create the CUDA object cache");
     let mut objects = Vec::new();
+    let mut missing = Vec::new();
     for f in [
+        "cuda/msm/msm.cu", // the longest first: the parallel compiles below finish sooner
+        "cuda/ntt/ntt.cu",
+        "cuda/srs/points.cu",
+        "cuda/msm/scalars.cu",
+        "cuda/field/fp_test.cu",
         "cuda/device.cu",
         "cuda/field/fr_test.cu",
-        "cuda/field/fp_test.cu",
-        "cuda/msm/msm.cu",
-        "cuda/msm/scalars.cu",
-        "cuda/srs/points.cu",
-        "cuda/ntt/ntt.cu",
     ] {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         use std::hash::{Hash, Hasher};
@@ -153,10 +154,6 @@ fn build_cuda(nvcc: &Path) {
         }
         let stem = f.trim_end_matches(".cu").replace('/', "_");
         let obj = cache.join(format!("{stem}-{:016x}.o", h.finish()));
-        if !obj.exists() {
-            let built = base().file(f).out_dir(out.join("cuda-build")).compile_intermediates();
-            std::fs::copy(&built[0], &obj).expect("keep the CUDA object");
-        }
         // Older objects of this file are stale.
         for e in std::fs::read_dir(&cache).expect("read the CUDA object cache").flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -164,7 +161,25 @@ fn build_cuda(nvcc: &Path) {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+        if !obj.exists() {
+            missing.push((f, stem, obj.clone()));
+        }
         objects.push(obj);
+    }
+    // The missing objects, as many files at a time as there are cores (each in its own
+    // build directory).
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for batch in missing.chunks(jobs) {
+        std::thread::scope(|scope| {
+            for (f, stem, obj) in batch {
+                let dir = out.join("cuda-build").join(stem);
+                let b = base();
+                scope.spawn(move || {
+                    let built = b.clone().file(f).out_dir(dir).compile_intermediates();
+                    std::fs::copy(&built[0], obj).expect("keep the CUDA object");
+                });
+            }
+        });
     }
     let mut lib = base();
     lib.objects(&objects).compile("cuzk_cuda");
