@@ -155,7 +155,10 @@ fn build_cuda(nvcc: &Path) {
         let stem = f.trim_end_matches(".cu").replace('/', "_");
         let obj = cache.join(format!("{stem}-{:016x}.o", h.finish()));
         // Older objects of this file are stale.
-        for e in std::fs::read_dir(&cache).expect("read the CUDA object cache").flatten() {
+        for e in std::fs::read_dir(&cache)
+            .expect("read the CUDA object cache")
+            .flatten()
+        {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.starts_with(&format!("{stem}-")) && e.path() != obj {
                 let _ = std::fs::remove_file(e.path());

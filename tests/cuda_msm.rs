@@ -90,8 +90,18 @@ fn check_fp(emulate: bool) {
                 blst::blst_fp_cneg(&mut want[4], &a[i], true);
                 blst::blst_fp_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg, &got.mul_sub];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"].iter().enumerate() {
+            let ops = [
+                &got.mul,
+                &got.sqr,
+                &got.add,
+                &got.sub,
+                &got.neg,
+                &got.mul_sub,
+            ];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"]
+                .iter()
+                .enumerate()
+            {
                 assert_eq!(
                     ops[k][i].l, want[k].l,
                     "fp {name} n={n} i={i} emulate={emulate}"
@@ -124,8 +134,18 @@ fn check_fp2(emulate: bool) {
                 blst::blst_fp2_cneg(&mut want[4], &a[i], true);
                 blst::blst_fp2_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [&got.mul, &got.sqr, &got.add, &got.sub, &got.neg, &got.mul_sub];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"].iter().enumerate() {
+            let ops = [
+                &got.mul,
+                &got.sqr,
+                &got.add,
+                &got.sub,
+                &got.neg,
+                &got.mul_sub,
+            ];
+            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"]
+                .iter()
+                .enumerate()
+            {
                 let (g, w) = (&ops[k][i].fp, &want[k].fp);
                 assert!(
                     g[0].l == w[0].l && g[1].l == w[1].l,

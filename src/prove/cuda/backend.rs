@@ -237,7 +237,10 @@ impl DeviceWork {
     fn record(&self, t: &mut Timings, split: bool) {
         let ms = |x: f64| Duration::from_secs_f64(x / 1e3);
         if split {
-            t.add("  of which split + batch add (GPU events)", ms(self.split_ms));
+            t.add(
+                "  of which split + batch add (GPU events)",
+                ms(self.split_ms),
+            );
             t.add("  of which bucket MSM (GPU events)", ms(self.buckets_ms));
             log::info!(
                 "{} scalars: {} ones batch-added, {} bucketed, {} zeros dropped",
@@ -462,7 +465,11 @@ impl Phases {
         row(t, Phase::HMsm, "MSM h (GPU, H from the NTT on the device)");
         self.work[Phase::HMsm as usize].record(t, false);
         if aux_once {
-            row(t, Phase::AuxUpload, "upload aux assignment (once per partition)");
+            row(
+                t,
+                Phase::AuxUpload,
+                "upload aux assignment (once per partition)",
+            );
         }
         let products = [
             (Phase::L, "MSM l (GPU)"),
