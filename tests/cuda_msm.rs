@@ -73,6 +73,18 @@ fn fp_values(n: usize, rng: &mut impl RngCore) -> Vec<blst_fp> {
         .collect()
 }
 
+/// The results of a field-ops call with their names, in blst's order in the checks.
+fn named<T>(got: &cuda::field::FieldOps<T>) -> [(&'static str, &Vec<T>); 6] {
+    [
+        ("mul", &got.mul),
+        ("sqr", &got.sqr),
+        ("add", &got.add),
+        ("sub", &got.sub),
+        ("neg", &got.neg),
+        ("mul_sub", &got.mul_sub),
+    ]
+}
+
 fn check_fp(emulate: bool) {
     let mut rng = ChaCha20Rng::seed_from_u64(21);
     for n in [0usize, 1, 7, 1000, (1 << 16) + 3] {
@@ -90,20 +102,9 @@ fn check_fp(emulate: bool) {
                 blst::blst_fp_cneg(&mut want[4], &a[i], true);
                 blst::blst_fp_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [
-                &got.mul,
-                &got.sqr,
-                &got.add,
-                &got.sub,
-                &got.neg,
-                &got.mul_sub,
-            ];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"]
-                .iter()
-                .enumerate()
-            {
+            for (k, (name, op)) in named(&got).into_iter().enumerate() {
                 assert_eq!(
-                    ops[k][i].l, want[k].l,
+                    op[i].l, want[k].l,
                     "fp {name} n={n} i={i} emulate={emulate}"
                 );
             }
@@ -134,19 +135,8 @@ fn check_fp2(emulate: bool) {
                 blst::blst_fp2_cneg(&mut want[4], &a[i], true);
                 blst::blst_fp2_sub(&mut want[5], &want[0], &want[1]);
             }
-            let ops = [
-                &got.mul,
-                &got.sqr,
-                &got.add,
-                &got.sub,
-                &got.neg,
-                &got.mul_sub,
-            ];
-            for (k, name) in ["mul", "sqr", "add", "sub", "neg", "mul_sub"]
-                .iter()
-                .enumerate()
-            {
-                let (g, w) = (&ops[k][i].fp, &want[k].fp);
+            for (k, (name, op)) in named(&got).into_iter().enumerate() {
+                let (g, w) = (&op[i].fp, &want[k].fp);
                 assert!(
                     g[0].l == w[0].l && g[1].l == w[1].l,
                     "fp2 {name} n={n} i={i} emulate={emulate}"
