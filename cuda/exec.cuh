@@ -182,19 +182,22 @@ struct HostPin {
 };
 
 // A host-to-device copy running on its own stream while the default stream computes
-// (the MSM's points, uploaded while the scalars are split, recoded and sorted). wait()
-// makes the default stream wait for it; the destructor waits on the host, then unpins.
+// (the MSM's points, uploaded while the scalars are split, recoded and sorted), in
+// batches: ends[b] elements are on the device once batch b's event has fired, so work
+// on the first points can start while the rest is still in flight. wait() makes the
+// default stream wait for a batch; the destructor waits on the host, then unpins.
 struct DevicePending {
     cudaStream_t stream = nullptr;
-    cudaEvent_t done = nullptr;
+    std::vector<cudaEvent_t> done;
+    std::vector<size_t> ends;
     HostPin* pin = nullptr;
     DevicePending() = default;
     DevicePending(const DevicePending&) = delete;
     DevicePending& operator=(const DevicePending&) = delete;
     ~DevicePending() {
-        if (done) {
-            cudaEventSynchronize(done);
-            cudaEventDestroy(done);
+        for (cudaEvent_t e : done) {
+            cudaEventSynchronize(e);
+            cudaEventDestroy(e);
         }
         if (stream) cudaStreamDestroy(stream);
         delete pin;
@@ -451,30 +454,43 @@ struct DeviceExec {
         done();
         return rc;
     }
-    // upload() on a stream of its own (see DevicePending); a no-op for n = 0. The copy is
-    // asynchronous when the host memory is page-locked (by the caller, or here under
-    // --pin); from pageable memory the driver stages it and it overlaps little.
+    // upload() on a stream of its own (see DevicePending), as `batches` consecutive
+    // copies; a no-op for n = 0. The copy is asynchronous when the host memory is
+    // page-locked (by the caller, or here under --pin); pageable memory under staging is
+    // copied now, at DMA speed but without overlap (p then holds no batches).
     template <class T>
-    int upload_async(T* dst, const T* src, size_t n, Pending& p) {
+    int upload_async(T* dst, const T* src, size_t n, Pending& p, unsigned batches = 1) {
         if (!n) return 0;
         const size_t bytes = n * sizeof(T);
         const bool locked = host_locked(src);
-        // Pageable memory under staging: a staged copy now (no overlap, but at DMA speed
-        // rather than the driver's pageable rate).
         if (!locked && pin && stage && bytes >= PIN_MIN_BYTES) return staged_upload(dst, src, bytes);
         p.pin = new HostPin(src, pin && !locked ? bytes : 0, true);
         CUZK_CHECK(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
-        CUZK_CHECK(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming));
-        // dst was allocated in the default stream's order: the copy goes after that.
-        CUZK_CHECK(cudaEventRecord(p.done, 0));
-        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done, 0));
-        CUZK_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(T), cudaMemcpyHostToDevice, p.stream));
-        CUZK_CHECK(cudaEventRecord(p.done, p.stream));
+        batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
+        p.done.reserve(batches);
+        p.ends.reserve(batches);
+        for (unsigned b = 0; b < batches; ++b) {
+            cudaEvent_t e;
+            CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            p.done.push_back(e);
+        }
+        // dst was allocated in the default stream's order: the copies go after that.
+        CUZK_CHECK(cudaEventRecord(p.done[0], 0));
+        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done[0], 0));
+        for (unsigned b = 0; b < batches; ++b) {
+            const size_t lo = n * b / batches, hi = n * (b + 1) / batches;
+            CUZK_CHECK(cudaMemcpyAsync(dst + lo, src + lo, (hi - lo) * sizeof(T),
+                                       cudaMemcpyHostToDevice, p.stream));
+            CUZK_CHECK(cudaEventRecord(p.done[b], p.stream));
+            p.ends.push_back(hi);
+        }
         return 0;
     }
-    // Later work on the default stream waits for the pending copy (idempotent).
-    int wait(Pending& p) {
-        if (p.done) CUZK_CHECK(cudaStreamWaitEvent(0, p.done, 0));
+    // Later work on the default stream waits for batches 0..=batch of the pending copy
+    // (all of it by default; idempotent).
+    int wait(Pending& p, size_t batch = SIZE_MAX) {
+        if (p.done.empty()) return 0;
+        CUZK_CHECK(cudaStreamWaitEvent(0, p.done[std::min(batch, p.done.size() - 1)], 0));
         return 0;
     }
     template <class T>
@@ -541,7 +557,15 @@ struct HostBlock {
     __host__ __device__ void sync() const {}
 };
 
-struct HostPending {};
+// The host's batched copy: each batch is copied only when waited for, so code that reads
+// a batch before waiting for it reads zeros (points at infinity) in the tests, as it
+// could read stale memory on the GPU.
+struct HostPending {
+    std::vector<size_t> ends;
+    char* dst = nullptr;
+    const char* src = nullptr;
+    size_t elem = 0, copied = 0;
+};
 
 struct HostTimer {
     std::chrono::steady_clock::time_point start, stop;
@@ -611,14 +635,30 @@ struct HostExec {
         return 0;
     }
     template <class T>
-    int upload_async(T* dst, const T* src, size_t n, Pending&) {
-        return upload(dst, src, n);
+    int upload_async(T* dst, const T* src, size_t n, Pending& p, unsigned batches = 1) {
+        if (!n) return 0;
+        batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
+        for (unsigned b = 0; b < batches; ++b) p.ends.push_back(n * (b + 1) / batches);
+        p.dst = (char*)dst;
+        p.src = (const char*)src;
+        p.elem = sizeof(T);
+        memset(dst, 0, n * sizeof(T));
+        return 0;
     }
     template <class T>
     int upload_overlapped(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);
     }
-    int wait(Pending&) { return 0; }
+    int wait(Pending& p, size_t batch = SIZE_MAX) {
+        if (p.ends.empty()) return 0;
+        const size_t end = p.ends[std::min(batch, p.ends.size() - 1)];
+        if (end > p.copied) {
+            memcpy(p.dst + p.copied * p.elem, p.src + p.copied * p.elem,
+                   (end - p.copied) * p.elem);
+            p.copied = end;
+        }
+        return 0;
+    }
     template <class T>
     int download(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);

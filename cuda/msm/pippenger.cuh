@@ -18,7 +18,9 @@
 //               one thread sums one segment (mixed additions). The per-segment partial
 //               sums of a bucket are again contiguous, so the same step repeats on them
 //               (XYZZ additions) until every bucket has one sum. A heavy bucket (all
-//               scalars equal, say) is thus spread over many threads, not one.
+//               scalars equal, say) is thus spread over many threads, not one. Points
+//               coming from the host arrive in batches meanwhile; the first level sums
+//               each batch's part of every run as soon as that batch is on the device.
 //  5. windows:  Σ_j (j+1)·S_j per window by the running-sum trick, in chunks of CHUNK
 //               buckets per thread: chunk t yields Σ_i (i+1)·S_{tM+i} + tM·Σ_i S_{tM+i};
 //               the chunks of a window are then summed by step 4's segmented reduction.
@@ -26,9 +28,10 @@
 //               Σ_k 2^(ck)·W_k (windows·c doublings, cheap on the host).
 //
 // Split (supraseal's idea for witness scalars, most of which are 0 or 1): before step 1
-// the scalars are classified on the device; zeros are dropped, the points of the ones are
-// summed by batch addition (step 4's segmented reduction over one group), and only the
-// rest, the tail, goes through digits and sort, with the window size chosen for the tail.
+// the scalars are classified on the device; zeros are dropped, only the rest, the tail,
+// goes through digits and sort, with the window size chosen for the tail, and the points
+// of the ones are summed by batch addition (step 4's segmented reduction over one group,
+// after the tail's buckets, when every point has arrived).
 // The ones' sum joins window 0 (weight 2^0). Without the split a 0/1 scalar still costs
 // a sort entry in every window.
 #pragma once
@@ -49,6 +52,12 @@ constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window 
 constexpr uint32_t NEG_FLAG = 0x80000000u;
 constexpr unsigned MAX_C = 24;
 constexpr unsigned MAX_WINDOWS = 256;  // c = 1
+// Points from the host are uploaded in this many batches (from MIN_BATCHED points on);
+// the bucket accumulation of a batch starts when it has arrived (Pippenger::accumulate).
+// The upload then hides behind the sort and the accumulation of earlier batches, where
+// one copy overlapped only the sort (G1 2^25: 312 ms with the copy, 268 ms resident).
+constexpr unsigned UPLOAD_BATCHES = 4;
+constexpr size_t MIN_BATCHED = 4096;
 
 CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
 
@@ -211,13 +220,86 @@ CUZK_HD uint32_t group_of(const uint32_t* seg_off, uint32_t groups, uint32_t s) 
 struct Segment {
     uint32_t lo, hi;
 };
-CUZK_HD Segment segment_of(const uint32_t* seg_off, const uint32_t* first, const uint32_t* cnt,
-                           uint32_t groups, uint32_t seg, uint32_t s) {
-    const uint32_t g = group_of(seg_off, groups, s);
+CUZK_HD Segment segment_in(const uint32_t* seg_off, const uint32_t* first, const uint32_t* cnt,
+                           uint32_t seg, uint32_t g, uint32_t s) {
     const uint32_t lo = first[g] + (s - seg_off[g]) * seg;
     const uint32_t end = first[g] + cnt[g];
     return {lo, lo + seg < end ? lo + seg : end};
 }
+CUZK_HD Segment segment_of(const uint32_t* seg_off, const uint32_t* first, const uint32_t* cnt,
+                           uint32_t groups, uint32_t seg, uint32_t s) {
+    return segment_in(seg_off, first, cnt, seg, group_of(seg_off, groups, s), s);
+}
+
+// Points uploaded in batches (index ranges [ends[b−1], ends[b])): a group's run of sorted
+// values is in point order (the sort is stable, and the digits were written in point
+// order), so each batch's entries are a contiguous sub-run. Group g's sub-run of batch b:
+// sub_first/sub_cnt[b·groups + g], by binary search on the point index.
+struct SubRunsFn {
+    const uint32_t* vals;
+    const uint32_t* first;
+    const uint32_t* cnt;
+    uint32_t groups;
+    const uint32_t* ends;  // batches − 1 of them: the first index of batches 1, 2, …
+    uint32_t batches;
+    uint32_t* sub_first;
+    uint32_t* sub_cnt;
+    CUZK_HD void operator()(size_t g) const {
+        const uint32_t hi = first[g] + cnt[g];
+        uint32_t pos = first[g];
+        for (uint32_t b = 0; b < batches; ++b) {
+            uint32_t next = hi;  // first entry whose point is in a later batch
+            if (b + 1 < batches) {
+                uint32_t lo = pos, up = hi;
+                while (lo < up) {
+                    const uint32_t mid = lo + (up - lo) / 2;
+                    if ((vals[mid] & ~NEG_FLAG) < ends[b])
+                        lo = mid + 1;
+                    else
+                        up = mid;
+                }
+                next = lo;
+            }
+            sub_first[(size_t)b * groups + g] = pos;
+            sub_cnt[(size_t)b * groups + g] = next - pos;
+            pos = next;
+        }
+    }
+};
+
+// Per group: its segments over all batches (total), and where batch b's begin among them
+// (batch_at[b·groups + g]), so that a group's partial sums stay contiguous.
+struct BatchOffsetsFn {
+    const uint32_t* segs;  // [b·groups + g]
+    uint32_t groups, batches;
+    uint32_t* total;
+    uint32_t* batch_at;
+    CUZK_HD void operator()(size_t g) const {
+        uint32_t acc = 0;
+        for (uint32_t b = 0; b < batches; ++b) {
+            batch_at[(size_t)b * groups + g] = acc;
+            acc += segs[(size_t)b * groups + g];
+        }
+        total[g] = acc;
+    }
+};
+
+// sizes[b]: segments of batch b (b < batches), then the sum of all: from the scans.
+struct BatchSizesFn {
+    const uint32_t* segs;
+    const uint32_t* seg_off;
+    uint32_t groups, batches;
+    uint32_t* sizes;
+    CUZK_HD void operator()(size_t) const {
+        uint32_t all = 0;
+        for (uint32_t b = 0; b < batches; ++b) {
+            const size_t last = (size_t)b * groups + groups - 1;
+            sizes[b] = seg_off[last] + segs[last];
+            all += sizes[b];
+        }
+        sizes[batches] = all;
+    }
+};
 
 // First level: sums a segment of signed points (sorted values) with mixed additions.
 template <class F>
@@ -232,8 +314,13 @@ struct SumPointsFn {
     const uint32_t* vals;
     const Affine<F>* points;
     XYZZ<F>* out;
+    // Where segment s's sum goes: out[s], or with the points in batches (see
+    // Pippenger::accumulate) out[group_at[g] + batch_at[g] + s − seg_off[g]].
+    const uint32_t* group_at;
+    const uint32_t* batch_at;
     CUZK_HD void operator()(size_t s) const {
-        const Segment seg = segment_of(seg_off, first, cnt, groups, SEG, (uint32_t)s);
+        const uint32_t g = group_of(seg_off, groups, (uint32_t)s);
+        const Segment seg = segment_in(seg_off, first, cnt, SEG, g, (uint32_t)s);
         uint32_t v = vals[seg.lo];
         XYZZ<F> acc = to_xyzz(points[v & ~NEG_FLAG], (v & NEG_FLAG) != 0);
         // The next point is loaded before the current addition, so its (random-access)
@@ -254,7 +341,7 @@ struct SumPointsFn {
             if (negate) a.y = neg(a.y);  // (0, 0), infinity, stays itself
             acc = padd_affine(acc, a);
         }
-        out[s] = acc;
+        out[group_at ? group_at[g] + batch_at[g] + ((uint32_t)s - seg_off[g]) : s] = acc;
     }
 };
 
@@ -383,11 +470,83 @@ struct Pippenger {
         return 0;
     }
 
-    // Split: sums the points of the ones into ones_sum[0] (when there are any) and leaves
-    // the tail's scalars in `scalars` (swapped) and their point indices in tail_idx.
-    int split_scalars(const Affine<F>* points, Buf<FrMont>& scalars, size_t n,
-                      Buf<uint32_t>& tail_idx, size_t* n_tail, Buf<XYZZ<F>>& ones_sum,
-                      size_t* n_ones) {
+    // Level one of the sums: each group's run of signed point indices, vals[first[g] ..
+    // first[g] + cnt[g]), summed SEG mixed additions a thread into `sums`; first and cnt
+    // then describe each group's partial sums there, *max_cnt bounds their number.
+    // Points still arriving from the host in batches are consumed batch by batch, each
+    // batch's additions waiting only for its own copy (SubRunsFn); the partial sums keep
+    // one layout (a group's contiguous), so the later levels do not see the batches.
+    int accumulate(const Affine<F>* points, const uint32_t* vals, Buf<uint32_t>& first,
+                   Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt, Buf<XYZZ<F>>& sums,
+                   const char* what) {
+        const auto& ends = points_upload.ends;
+        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
+        if (batches == 1) {
+            Buf<uint32_t> segs, seg_off;
+            uint32_t total;
+            CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
+            CUZK_RC(ex.alloc(sums, total, what));
+            CUZK_RC(ex.wait(points_upload));
+            CUZK_RC(ex.launch_heavy(total,
+                                    SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals,
+                                                   points, sums.ptr, nullptr, nullptr},
+                                    what));
+            first.swap(seg_off);
+            cnt.swap(segs);
+            *max_cnt = (*max_cnt + SEG - 1) / SEG;
+            return 0;
+        }
+        const size_t all = (size_t)groups * batches;
+        Buf<uint32_t> bounds, sub_first, sub_cnt, segs, seg_off, total, group_at, batch_at, sizes;
+        std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
+        CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
+        CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
+        CUZK_RC(ex.alloc(sub_first, all, "batch run starts"));
+        CUZK_RC(ex.alloc(sub_cnt, all, "batch run sizes"));
+        CUZK_RC(ex.launch(groups,
+                          SubRunsFn{vals, first.ptr, cnt.ptr, groups, bounds.ptr, batches,
+                                    sub_first.ptr, sub_cnt.ptr},
+                          "batch runs", 256));
+        CUZK_RC(ex.alloc(segs, all, "segments per batch run"));
+        CUZK_RC(ex.alloc(seg_off, all, "segment offsets per batch"));
+        CUZK_RC(ex.launch(all, SegCountFn{sub_cnt.ptr, segs.ptr, SEG}, "segment count", 256));
+        for (uint32_t b = 0; b < batches; ++b)
+            CUZK_RC(ex.exclusive_sum(segs.ptr + (size_t)b * groups,
+                                     seg_off.ptr + (size_t)b * groups, groups));
+        CUZK_RC(ex.alloc(total, groups, "segments per group"));
+        CUZK_RC(ex.alloc(batch_at, all, "batch offsets in groups"));
+        CUZK_RC(ex.launch(groups,
+                          BatchOffsetsFn{segs.ptr, groups, batches, total.ptr, batch_at.ptr},
+                          "batch offsets", 256));
+        CUZK_RC(ex.alloc(group_at, groups, "group offsets"));
+        CUZK_RC(ex.exclusive_sum(total.ptr, group_at.ptr, groups));
+        CUZK_RC(ex.alloc(sizes, batches + 1, "batch sizes"));
+        CUZK_RC(ex.launch(1, BatchSizesFn{segs.ptr, seg_off.ptr, groups, batches, sizes.ptr},
+                          "batch sizes"));
+        std::vector<uint32_t> size(batches + 1);
+        CUZK_RC(ex.download(size.data(), sizes.ptr, batches + 1));
+        CUZK_RC(ex.max_u32(total.ptr, groups, max_cnt));
+        CUZK_RC(ex.alloc(sums, size[batches], what));
+        for (uint32_t b = 0; b < batches; ++b) {
+            if (!size[b]) continue;
+            const size_t at = (size_t)b * groups;
+            CUZK_RC(ex.wait(points_upload, b));
+            CUZK_RC(ex.launch_heavy(size[b],
+                                    SumPointsFn<F>{seg_off.ptr + at, sub_first.ptr + at,
+                                                   sub_cnt.ptr + at, groups, vals, points,
+                                                   sums.ptr, group_at.ptr, batch_at.ptr + at},
+                                    what));
+        }
+        first.swap(group_at);
+        cnt.swap(total);
+        return 0;
+    }
+
+    // Split: the point indices of the ones into `ones` (*n_ones of them, summed later by
+    // sum_ones), the tail's scalars into `scalars` (swapped) and their point indices into
+    // tail_idx.
+    int split_scalars(Buf<FrMont>& scalars, size_t n, Buf<uint32_t>& ones, size_t* n_ones,
+                      Buf<uint32_t>& tail_idx, size_t* n_tail) {
         Buf<uint32_t> is_one, is_tail, one_pos, tail_pos;
         CUZK_RC(ex.alloc(is_one, n, "one flags"));
         CUZK_RC(ex.alloc(is_tail, n, "tail flags"));
@@ -405,7 +564,6 @@ struct Pippenger {
         *n_ones = (size_t)last[0] + last[1];
         *n_tail = (size_t)last[2] + last[3];
 
-        Buf<uint32_t> ones;
         Buf<FrMont> tail_scalars;
         CUZK_RC(ex.alloc(ones, *n_ones ? *n_ones : 1, "indices of ones"));
         CUZK_RC(ex.alloc(tail_idx, *n_tail ? *n_tail : 1, "tail indices"));
@@ -415,26 +573,23 @@ struct Pippenger {
                                     tail_pos.ptr, ones.ptr, tail_idx.ptr, tail_scalars.ptr},
                           "split scalars", 256));
         scalars.swap(tail_scalars);
-        if (*n_ones == 0) return 0;
+        return 0;
+    }
 
-        // Batch addition of the ones: one group holding every index, reduced by the same
-        // segmented sums as the buckets (SEG mixed additions per thread, then levels).
-        Buf<uint32_t> first, cnt, segs, seg_off;
-        uint32_t total;
+    // Split: batch addition of the ones' points (n_ones ≥ 1) into ones_sum[0], as one
+    // group reduced by the buckets' segmented sums. It runs after the tail's buckets, by
+    // when every point batch has arrived.
+    int sum_ones(const Affine<F>* points, const Buf<uint32_t>& ones, size_t n_ones,
+                 Buf<XYZZ<F>>& ones_sum) {
+        Buf<uint32_t> first, cnt;
         CUZK_RC(ex.alloc(first, 1, "ones group"));
         CUZK_RC(ex.alloc(cnt, 1, "ones group size"));
-        CUZK_RC(ex.launch(1, OneGroupFn{(uint32_t)*n_ones, first.ptr, cnt.ptr}, "ones group"));
-        CUZK_RC(segment(cnt, 1, SEG, segs, seg_off, &total));
+        CUZK_RC(ex.launch(1, OneGroupFn{(uint32_t)n_ones, first.ptr, cnt.ptr}, "ones group"));
         Buf<XYZZ<F>> partial;
-        CUZK_RC(ex.alloc(partial, total, "partial sums of ones"));
-        CUZK_RC(ex.wait(points_upload));
-        CUZK_RC(ex.launch_heavy(total,
-                          SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, 1, ones.ptr, points,
-                                         partial.ptr},
-                          "batch addition of ones"));
-        first.swap(seg_off);
-        cnt.swap(segs);
-        CUZK_RC(reduce_groups(partial, first, cnt, 1, total));
+        uint32_t max_cnt = (uint32_t)n_ones;
+        CUZK_RC(accumulate(points, ones.ptr, first, cnt, 1, &max_cnt, partial,
+                           "batch addition of ones"));
+        CUZK_RC(reduce_groups(partial, first, cnt, 1, max_cnt));
         CUZK_RC(ex.alloc(ones_sum, 1, "sum of ones"));
         return ex.launch(1, GatherFn<F>{first.ptr, cnt.ptr, partial.ptr, ones_sum.ptr},
                          "gather sum of ones");
@@ -454,25 +609,28 @@ struct Pippenger {
                      n);
             return -1;
         }
-        const Affine<F>* points = resident;
-        if (!points) {
-            CUZK_RC(ex.alloc(uploaded, n, "points"));
-            CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload));
-            points = uploaded.ptr;
-        }
+        // The scalars first: the split and the digits need them at once, the points only
+        // after the sort (and then batch by batch).
         Buf<FrMont> scalars;
         CUZK_RC(ex.alloc(scalars, n, "scalars"));
         if (scalars_d)
             CUZK_RC(ex.copy(scalars.ptr, scalars_d, n));
         else
             CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
+        const Affine<F>* points = resident;
+        if (!points) {
+            CUZK_RC(ex.alloc(uploaded, n, "points"));
+            CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload,
+                                    n >= MIN_BATCHED ? UPLOAD_BATCHES : 1));
+            points = uploaded.ptr;
+        }
 
         size_t m = n, n_ones = 0;
-        Buf<uint32_t> tail_idx;
+        Buf<uint32_t> ones, tail_idx;
         Buf<XYZZ<F>> ones_sum;
-        typename Exec::Timer t_split, t_buckets;
+        typename Exec::Timer t_split, t_buckets, t_ones;
         CUZK_RC(ex.start(t_split));
-        if (split) CUZK_RC(split_scalars(points, scalars, n, tail_idx, &m, ones_sum, &n_ones));
+        if (split) CUZK_RC(split_scalars(scalars, n, ones, &n_ones, tail_idx, &m));
         CUZK_RC(ex.stop(t_split));
         CUZK_RC(ex.start(t_buckets));
         if (split_counts) {
@@ -502,16 +660,23 @@ struct Pippenger {
             CUZK_RC(buckets_to_windows(points, scalars, split ? tail_idx.ptr : nullptr, m, c,
                                        sums_w));
         }
-        if (n_ones) CUZK_RC(ex.launch(1, AddToFirstFn<F>{sums_w.ptr, ones_sum.ptr}, "add ones"));
-
+        CUZK_RC(ex.stop(t_buckets));
+        CUZK_RC(ex.start(t_ones));
+        if (n_ones) {
+            CUZK_RC(sum_ones(points, ones, n_ones, ones_sum));
+            CUZK_RC(ex.launch(1, AddToFirstFn<F>{sums_w.ptr, ones_sum.ptr}, "add ones"));
+        }
         Buf<Jacobian<F>> out;
         CUZK_RC(ex.alloc(out, windows, "window results"));
         CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
-        CUZK_RC(ex.stop(t_buckets));
+        CUZK_RC(ex.stop(t_ones));
         CUZK_RC(ex.sync("MSM kernels"));
         if (ms) {
+            float ones_ms = 0;
             CUZK_RC(ex.elapsed(t_split, &ms[0]));
             CUZK_RC(ex.elapsed(t_buckets, &ms[1]));
+            CUZK_RC(ex.elapsed(t_ones, &ones_ms));
+            ms[0] += ones_ms;
         }
         CUZK_RC(ex.download(out_h, out.ptr, windows));
         *c_out = c;
@@ -566,21 +731,9 @@ struct Pippenger {
 
         // 4. Bucket sums.
         Buf<XYZZ<F>> sums;
-        CUZK_RC(ex.wait(points_upload));
-        {
-            Buf<uint32_t> segs, seg_off;
-            uint32_t total;
-            CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
-            CUZK_RC(ex.alloc(sums, total, "bucket partial sums"));
-            CUZK_RC(ex.launch_heavy(total,
-                              SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals.ptr,
-                                             points, sums.ptr},
-                              "bucket accumulation"));
-            first.swap(seg_off);
-            cnt.swap(segs);
-            max_cnt = (max_cnt + SEG - 1) / SEG;
-            vals.reset();
-        }
+        CUZK_RC(accumulate(points, vals.ptr, first, cnt, groups, &max_cnt, sums,
+                           "bucket accumulation"));
+        vals.reset();
         CUZK_RC(reduce_groups(sums, first, cnt, groups, max_cnt));
         Buf<XYZZ<F>> buckets;
         CUZK_RC(ex.alloc(buckets, groups, "bucket sums"));
