@@ -1,4 +1,5 @@
-//! Compiles cuda/sppark_msm.cu (sppark's Pippenger for BLS12-381) with nvcc through `cc`.
+//! Compiles cuda/sppark_msm.cu (sppark's Pippenger for BLS12-381) and cuda/sppark_ntt.cu
+//! (sppark's NTT over its scalar field) with nvcc through `cc`.
 //! Include paths come from the `links` metadata of the sppark and blst crates
 //! (DEP_SPPARK_ROOT: sppark's headers; DEP_BLST_C_SRC: blst_t.hpp and friends, used by
 //! sppark's host-side field types). nvcc is `$NVCC` (as for cuzk-prove and sppark);
@@ -58,7 +59,9 @@ fn main() {
         );
         b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
     }
-    b.file("cuda/sppark_msm.cu").compile("sppark_bench");
+    b.file("cuda/sppark_msm.cu")
+        .file("cuda/sppark_ntt.cu")
+        .compile("sppark_bench");
 
     for lib in ["lib64", "lib"] {
         let d = root.join(lib);

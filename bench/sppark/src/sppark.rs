@@ -1,5 +1,5 @@
-//! Safe wrappers over cuda/sppark_msm.cu: sppark's MSM for G1 and G2 and the few CUDA
-//! runtime calls the bench makes itself.
+//! Safe wrappers over cuda/sppark_msm.cu and cuda/sppark_ntt.cu: sppark's MSM for G1 and
+//! G2, its NTT over Fr, and the few CUDA runtime calls the bench makes itself.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::mem::size_of;
@@ -36,6 +36,16 @@ extern "C" {
     fn sppark_bench_pin(ptr: *mut c_void, bytes: usize) -> c_int;
     fn sppark_bench_unpin(ptr: *mut c_void) -> c_int;
     fn sppark_bench_error_string(code: c_int) -> *const c_char;
+    fn sppark_bench_ntt(
+        host_inout: *mut Scalar,
+        lg: u32,
+        inverse: c_int,
+        runs: c_int,
+        ms_each: *mut f32,
+    ) -> sppark::Error;
+    fn sppark_bench_ntt_constants(lg: u32, out: *mut Scalar) -> c_int;
+    fn sppark_bench_ntt_fr_size() -> usize;
+    fn sppark_bench_ntt_max_lg() -> u32;
 }
 
 fn cuda_error(code: c_int) -> String {
@@ -76,6 +86,13 @@ pub fn check_layouts() -> Result<()> {
         s == want,
         "sppark's types [G1 affine, G1 Jacobian, G2 affine, G2 Jacobian, scalar] are {s:?} \
          bytes, blstrs's {want:?}"
+    );
+    // SAFETY: no arguments; returns a constant.
+    let fr = unsafe { sppark_bench_ntt_fr_size() };
+    ensure!(
+        fr == size_of::<Scalar>(),
+        "sppark's NTT element (host fr_t) is {fr} bytes, blstrs::Scalar {}",
+        size_of::<Scalar>()
     );
     Ok(())
 }
@@ -193,4 +210,61 @@ pub fn msm_g2(points: &[G2Affine], scalars: &[Canonical]) -> Result<G2Projective
         );
     }
     Ok(out)
+}
+
+/// sppark's largest NTT: 2^ntt_max_log().
+pub fn ntt_max_log() -> u32 {
+    // SAFETY: no arguments; returns a constant.
+    unsafe { sppark_bench_ntt_max_lg() }
+}
+
+/// sppark's constants for a 2^lg domain, from its tables (host memory, no GPU): the
+/// forward root of unity, the inverse one, and 1/2^lg.
+pub fn ntt_constants(lg: u32) -> Result<[Scalar; 3]> {
+    let mut out = [Scalar::from(0u64); 3];
+    // SAFETY: the callee writes three elements; Scalar is #[repr(transparent)] over
+    // blst_fr, four little-endian u64 limbs in Montgomery form, the layout of sppark's
+    // host fr_t (size checked by check_layouts).
+    let rc = unsafe { sppark_bench_ntt_constants(lg, out.as_mut_ptr()) };
+    ensure!(rc == 0, "sppark has no NTT constants for 2^{lg}");
+    Ok(out)
+}
+
+/// sppark's NTT of `x` in place, natural order in and out (order NN, standard domain):
+/// forward, or inverse including 1/n. `x` gets the result of one untimed call; then `runs`
+/// more run on the device buffer, and their kernel times (CUDA events, transfers
+/// excluded) come back in milliseconds.
+pub fn ntt(x: &mut [Scalar], inverse: bool, runs: usize) -> Result<Vec<f32>> {
+    ensure!(
+        x.len().is_power_of_two() && x.len() >= 2,
+        "sppark NTT: length {} is not a power of two ≥ 2",
+        x.len()
+    );
+    let lg = x.len().trailing_zeros();
+    ensure!(
+        lg <= ntt_max_log(),
+        "sppark NTT: 2^{lg} exceeds its largest domain 2^{}",
+        ntt_max_log()
+    );
+    let runs_c = c_int::try_from(runs)?;
+    let mut ms = vec![0f32; runs];
+    // SAFETY: x holds 2^lg elements in sppark's fr_t layout (see ntt_constants); ms holds
+    // `runs` floats.
+    let err = unsafe {
+        sppark_bench_ntt(
+            x.as_mut_ptr(),
+            lg,
+            inverse as c_int,
+            runs_c,
+            ms.as_mut_ptr(),
+        )
+    };
+    if err.code != 0 {
+        bail!(
+            "sppark {} NTT of 2^{lg}: {err} (code {})",
+            if inverse { "inverse" } else { "forward" },
+            err.code
+        );
+    }
+    Ok(ms)
 }
