@@ -20,7 +20,7 @@
 //               (XYZZ additions) until every bucket has one sum. A heavy bucket (all
 //               scalars equal, say) is thus spread over many threads, not one. Points
 //               coming from the host arrive in batches meanwhile; the first level sums
-//               each batch's part of every run as soon as that batch is on the device.
+//               each segment as soon as the batch with its last point is on the device.
 //  5. windows:  Σ_j (j+1)·S_j per window by the running-sum trick, in chunks of CHUNK
 //               buckets per thread: chunk t yields Σ_i (i+1)·S_{tM+i} + tM·Σ_i S_{tM+i};
 //               the chunks of a window are then summed by step 4's segmented reduction.
@@ -56,6 +56,8 @@ constexpr unsigned MAX_WINDOWS = 256;  // c = 1
 // the bucket accumulation of a batch starts when it has arrived (Pippenger::accumulate).
 // The upload then hides behind the sort and the accumulation of earlier batches, where
 // one copy overlapped only the sort (G1 2^25: 312 ms with the copy, 268 ms resident).
+// (Summing each batch's part of a run apart instead cut the runs into more, shorter
+// segments: G1 2^25 312 → 373 ms; docs/PERF.md.)
 constexpr unsigned UPLOAD_BATCHES = 4;
 constexpr size_t MIN_BATCHED = 4096;
 
@@ -231,73 +233,50 @@ CUZK_HD Segment segment_of(const uint32_t* seg_off, const uint32_t* first, const
     return segment_in(seg_off, first, cnt, seg, group_of(seg_off, groups, s), s);
 }
 
-// Points uploaded in batches (index ranges [ends[b−1], ends[b])): a group's run of sorted
-// values is in point order (the sort is stable, and the digits were written in point
-// order), so each batch's entries are a contiguous sub-run. Group g's sub-run of batch b:
-// sub_first/sub_cnt[b·groups + g], by binary search on the point index.
-struct SubRunsFn {
+// Points uploaded in batches (point indices below ends[b] have arrived once batch b
+// has): a group's run of sorted values is in point order (the sort is stable and the
+// digits were written in point order), so its segments are too, and a segment can be
+// summed once the batch holding its last entry has arrived. The segments of group g
+// ready after batch b are its first ready[b·groups + g], by binary search over the
+// segments' last entries; the segmentation, and so the partial sums, are those of one
+// upload.
+struct ReadySegmentsFn {
     const uint32_t* vals;
     const uint32_t* first;
     const uint32_t* cnt;
-    uint32_t groups;
-    const uint32_t* ends;  // batches − 1 of them: the first index of batches 1, 2, …
-    uint32_t batches;
-    uint32_t* sub_first;
-    uint32_t* sub_cnt;
-    CUZK_HD void operator()(size_t g) const {
-        const uint32_t hi = first[g] + cnt[g];
-        uint32_t pos = first[g];
-        for (uint32_t b = 0; b < batches; ++b) {
-            uint32_t next = hi;  // first entry whose point is in a later batch
-            if (b + 1 < batches) {
-                uint32_t lo = pos, up = hi;
-                while (lo < up) {
-                    const uint32_t mid = lo + (up - lo) / 2;
-                    if ((vals[mid] & ~NEG_FLAG) < ends[b])
-                        lo = mid + 1;
-                    else
-                        up = mid;
-                }
-                next = lo;
-            }
-            sub_first[(size_t)b * groups + g] = pos;
-            sub_cnt[(size_t)b * groups + g] = next - pos;
-            pos = next;
-        }
-    }
-};
-
-// Per group: its segments over all batches (total), and where batch b's begin among them
-// (batch_at[b·groups + g]), so that a group's partial sums stay contiguous.
-struct BatchOffsetsFn {
-    const uint32_t* segs;  // [b·groups + g]
-    uint32_t groups, batches;
-    uint32_t* total;
-    uint32_t* batch_at;
-    CUZK_HD void operator()(size_t g) const {
-        uint32_t acc = 0;
-        for (uint32_t b = 0; b < batches; ++b) {
-            batch_at[(size_t)b * groups + g] = acc;
-            acc += segs[(size_t)b * groups + g];
-        }
-        total[g] = acc;
-    }
-};
-
-// sizes[b]: segments of batch b (b < batches), then the sum of all: from the scans.
-struct BatchSizesFn {
     const uint32_t* segs;
-    const uint32_t* seg_off;
-    uint32_t groups, batches;
-    uint32_t* sizes;
-    CUZK_HD void operator()(size_t) const {
-        uint32_t all = 0;
-        for (uint32_t b = 0; b < batches; ++b) {
-            const size_t last = (size_t)b * groups + groups - 1;
-            sizes[b] = seg_off[last] + segs[last];
-            all += sizes[b];
+    uint32_t groups;
+    const uint32_t* ends;  // batches − 1 of them (the last batch readies every segment)
+    uint32_t batches;
+    uint32_t* ready;
+    CUZK_HD void operator()(size_t g) const {
+        uint32_t lo = 0;  // segments [0, lo) are known ready
+        for (uint32_t b = 0; b + 1 < batches; ++b) {
+            uint32_t up = segs[g];
+            while (lo < up) {  // first segment whose last entry is in a later batch
+                const uint32_t mid = lo + (up - lo) / 2;
+                const uint32_t end = (mid + 1) * SEG < cnt[g] ? (mid + 1) * SEG : cnt[g];
+                if ((vals[first[g] + end - 1] & ~NEG_FLAG) < ends[b])
+                    lo = mid + 1;
+                else
+                    up = mid;
+            }
+            ready[(size_t)b * groups + g] = lo;
         }
-        sizes[batches] = all;
+        ready[(size_t)(batches - 1) * groups + g] = segs[g];
+    }
+};
+
+// The segments that batch b readies: count[g] of group g's, from its segment from[g] on.
+struct NewlyReadyFn {
+    const uint32_t* ready;  // of batch b
+    const uint32_t* before;  // of batch b − 1, or null for b = 0
+    uint32_t* from;
+    uint32_t* count;
+    CUZK_HD void operator()(size_t g) const {
+        const uint32_t f = before ? before[g] : 0;
+        from[g] = f;
+        count[g] = ready[g] - f;
     }
 };
 
@@ -314,13 +293,20 @@ struct SumPointsFn {
     const uint32_t* vals;
     const Affine<F>* points;
     XYZZ<F>* out;
-    // Where segment s's sum goes: out[s], or with the points in batches (see
-    // Pippenger::accumulate) out[group_at[g] + batch_at[g] + s − seg_off[g]].
-    const uint32_t* group_at;
-    const uint32_t* batch_at;
-    CUZK_HD void operator()(size_t s) const {
-        const uint32_t g = group_of(seg_off, groups, (uint32_t)s);
-        const Segment seg = segment_in(seg_off, first, cnt, SEG, g, (uint32_t)s);
+    // Thread t sums segment t, or, one batch of points at a time (Pippenger::accumulate),
+    // the t-th segment this batch readies: group g's from[g] + (t − at[g]) (at: the
+    // exclusive sum of the counts of NewlyReadyFn).
+    const uint32_t* at;
+    const uint32_t* from;
+    CUZK_HD void operator()(size_t t) const {
+        uint32_t g, s = (uint32_t)t;
+        if (at) {
+            g = group_of(at, groups, s);
+            s = seg_off[g] + from[g] + (s - at[g]);
+        } else {
+            g = group_of(seg_off, groups, s);
+        }
+        const Segment seg = segment_in(seg_off, first, cnt, SEG, g, s);
         uint32_t v = vals[seg.lo];
         XYZZ<F> acc = to_xyzz(points[v & ~NEG_FLAG], (v & NEG_FLAG) != 0);
         // The next point is loaded before the current addition, so its (random-access)
@@ -341,7 +327,7 @@ struct SumPointsFn {
             if (negate) a.y = neg(a.y);  // (0, 0), infinity, stays itself
             acc = padd_affine(acc, a);
         }
-        out[group_at ? group_at[g] + batch_at[g] + ((uint32_t)s - seg_off[g]) : s] = acc;
+        out[s] = acc;
     }
 };
 
@@ -473,72 +459,65 @@ struct Pippenger {
     // Level one of the sums: each group's run of signed point indices, vals[first[g] ..
     // first[g] + cnt[g]), summed SEG mixed additions a thread into `sums`; first and cnt
     // then describe each group's partial sums there, *max_cnt bounds their number.
-    // Points still arriving from the host in batches are consumed batch by batch, each
-    // batch's additions waiting only for its own copy (SubRunsFn); the partial sums keep
-    // one layout (a group's contiguous), so the later levels do not see the batches.
+    // Points still arriving from the host in batches are consumed batch by batch: each
+    // batch's launch sums the segments it completes (ReadySegmentsFn), so the additions
+    // start before the last point has arrived and the sums are those of one upload.
     int accumulate(const Affine<F>* points, const uint32_t* vals, Buf<uint32_t>& first,
                    Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt, Buf<XYZZ<F>>& sums,
                    const char* what) {
+        Buf<uint32_t> segs, seg_off;
+        uint32_t total;
+        CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
+        CUZK_RC(ex.alloc(sums, total, what));
         const auto& ends = points_upload.ends;
         const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
         if (batches == 1) {
-            Buf<uint32_t> segs, seg_off;
-            uint32_t total;
-            CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
-            CUZK_RC(ex.alloc(sums, total, what));
             CUZK_RC(ex.wait(points_upload));
             CUZK_RC(ex.launch_heavy(total,
                                     SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups, vals,
                                                    points, sums.ptr, nullptr, nullptr},
                                     what));
-            first.swap(seg_off);
-            cnt.swap(segs);
-            *max_cnt = (*max_cnt + SEG - 1) / SEG;
-            return 0;
+        } else {
+            const size_t all = (size_t)groups * batches;
+            Buf<uint32_t> bounds, ready, from, count, at;
+            std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
+            CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
+            CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
+            CUZK_RC(ex.alloc(ready, all, "segments ready per batch"));
+            CUZK_RC(ex.launch(groups,
+                              ReadySegmentsFn{vals, first.ptr, cnt.ptr, segs.ptr, groups,
+                                              bounds.ptr, batches, ready.ptr},
+                              "segments per batch", 256));
+            CUZK_RC(ex.alloc(from, all, "first segment per batch"));
+            CUZK_RC(ex.alloc(count, all, "segments per batch"));
+            CUZK_RC(ex.alloc(at, all, "segment offsets per batch"));
+            std::vector<uint32_t> size(batches);
+            for (uint32_t b = 0; b < batches; ++b) {
+                const size_t o = (size_t)b * groups;
+                CUZK_RC(ex.launch(groups,
+                                  NewlyReadyFn{ready.ptr + o, b ? ready.ptr + o - groups : nullptr,
+                                               from.ptr + o, count.ptr + o},
+                                  "segments new per batch", 256));
+                CUZK_RC(ex.exclusive_sum(count.ptr + o, at.ptr + o, groups));
+                uint32_t last[2];
+                CUZK_RC(ex.download(&last[0], at.ptr + o + groups - 1, 1));
+                CUZK_RC(ex.download(&last[1], count.ptr + o + groups - 1, 1));
+                size[b] = last[0] + last[1];
+            }
+            for (uint32_t b = 0; b < batches; ++b) {
+                if (!size[b]) continue;
+                const size_t o = (size_t)b * groups;
+                CUZK_RC(ex.wait(points_upload, b));
+                CUZK_RC(ex.launch_heavy(size[b],
+                                        SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups,
+                                                       vals, points, sums.ptr, at.ptr + o,
+                                                       from.ptr + o},
+                                        what));
+            }
         }
-        const size_t all = (size_t)groups * batches;
-        Buf<uint32_t> bounds, sub_first, sub_cnt, segs, seg_off, total, group_at, batch_at, sizes;
-        std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
-        CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
-        CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
-        CUZK_RC(ex.alloc(sub_first, all, "batch run starts"));
-        CUZK_RC(ex.alloc(sub_cnt, all, "batch run sizes"));
-        CUZK_RC(ex.launch(groups,
-                          SubRunsFn{vals, first.ptr, cnt.ptr, groups, bounds.ptr, batches,
-                                    sub_first.ptr, sub_cnt.ptr},
-                          "batch runs", 256));
-        CUZK_RC(ex.alloc(segs, all, "segments per batch run"));
-        CUZK_RC(ex.alloc(seg_off, all, "segment offsets per batch"));
-        CUZK_RC(ex.launch(all, SegCountFn{sub_cnt.ptr, segs.ptr, SEG}, "segment count", 256));
-        for (uint32_t b = 0; b < batches; ++b)
-            CUZK_RC(ex.exclusive_sum(segs.ptr + (size_t)b * groups,
-                                     seg_off.ptr + (size_t)b * groups, groups));
-        CUZK_RC(ex.alloc(total, groups, "segments per group"));
-        CUZK_RC(ex.alloc(batch_at, all, "batch offsets in groups"));
-        CUZK_RC(ex.launch(groups,
-                          BatchOffsetsFn{segs.ptr, groups, batches, total.ptr, batch_at.ptr},
-                          "batch offsets", 256));
-        CUZK_RC(ex.alloc(group_at, groups, "group offsets"));
-        CUZK_RC(ex.exclusive_sum(total.ptr, group_at.ptr, groups));
-        CUZK_RC(ex.alloc(sizes, batches + 1, "batch sizes"));
-        CUZK_RC(ex.launch(1, BatchSizesFn{segs.ptr, seg_off.ptr, groups, batches, sizes.ptr},
-                          "batch sizes"));
-        std::vector<uint32_t> size(batches + 1);
-        CUZK_RC(ex.download(size.data(), sizes.ptr, batches + 1));
-        CUZK_RC(ex.max_u32(total.ptr, groups, max_cnt));
-        CUZK_RC(ex.alloc(sums, size[batches], what));
-        for (uint32_t b = 0; b < batches; ++b) {
-            if (!size[b]) continue;
-            const size_t at = (size_t)b * groups;
-            CUZK_RC(ex.wait(points_upload, b));
-            CUZK_RC(ex.launch_heavy(size[b],
-                                    SumPointsFn<F>{seg_off.ptr + at, sub_first.ptr + at,
-                                                   sub_cnt.ptr + at, groups, vals, points,
-                                                   sums.ptr, group_at.ptr, batch_at.ptr + at},
-                                    what));
-        }
-        first.swap(group_at);
-        cnt.swap(total);
+        first.swap(seg_off);
+        cnt.swap(segs);
+        *max_cnt = (*max_cnt + SEG - 1) / SEG;
         return 0;
     }
 
