@@ -12,8 +12,10 @@
 #include <exception>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <condition_variable>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -184,23 +186,56 @@ struct HostPin {
 // A host-to-device copy running on its own stream while the default stream computes
 // (the MSM's points, uploaded while the scalars are split, recoded and sorted), in
 // batches: ends[b] elements are on the device once batch b's event has fired, so work
-// on the first points can start while the rest is still in flight. wait() makes the
-// default stream wait for a batch; the destructor waits on the host, then unpins.
+// on the first points can start while the rest is still in flight. A worker thread
+// issues the copies (and fills the staging buffers, for pageable memory): issued from
+// the caller's thread, cudaMemcpyAsync of gigabytes held it until the copy was done
+// (docs/PERF.md, session 7), and no kernel could be queued meanwhile. wait() waits
+// until a batch's event is recorded, then makes the default stream wait for it; the
+// destructor joins the worker and waits for the copies, then unpins.
 struct DevicePending {
     cudaStream_t stream = nullptr;
     std::vector<cudaEvent_t> done;
     std::vector<size_t> ends;
     HostPin* pin = nullptr;
+    std::thread worker;
+    std::mutex m;
+    std::condition_variable cv;
+    size_t recorded = 0;  // batches whose event the worker has recorded
+    bool failed = false;
+    char msg[256] = {};
     DevicePending() = default;
     DevicePending(const DevicePending&) = delete;
     DevicePending& operator=(const DevicePending&) = delete;
     ~DevicePending() {
+        if (worker.joinable()) worker.join();
         for (cudaEvent_t e : done) {
             cudaEventSynchronize(e);
             cudaEventDestroy(e);
         }
         if (stream) cudaStreamDestroy(stream);
         delete pin;
+    }
+};
+
+// CUZK_TRACE=1 (any value but 0): DeviceExec::mark records a timing event on the
+// default stream, and trace() prints every mark's device time since the first to stderr
+// (with the arrival of a pending upload's batches), e.g. to see what an upload overlaps.
+// Off, marks cost nothing; on, they add no synchronisation but trace()'s own.
+inline bool trace_on() {
+    static const bool on = [] {
+        const char* v = getenv("CUZK_TRACE");
+        return v && *v && strcmp(v, "0") != 0;
+    }();
+    return on;
+}
+
+struct DeviceMarks {
+    std::vector<std::pair<const char*, cudaEvent_t>> at;
+    DeviceMarks() = default;
+    DeviceMarks(const DeviceMarks&) = delete;
+    DeviceMarks& operator=(const DeviceMarks&) = delete;
+    ~DeviceMarks() {
+        for (auto& m : at) cudaEventDestroy(m.second);
     }
 };
 
@@ -237,6 +272,46 @@ inline void parallel_copy(void* dst, const void* src, size_t bytes, unsigned thr
     for (auto& th : pool) th.join();
 }
 
+// Copies through the staging buffers on `stream` (host threads fill one buffer while
+// the DMA drains the other); successive copy() calls keep alternating. The caller holds
+// Staging::lock until the stream has drained (the buffers are shared).
+struct StagedCopy {
+    cudaStream_t stream;
+    char* err;
+    size_t errlen;
+    cudaEvent_t drained[2] = {nullptr, nullptr};
+    size_t k = 0;
+    const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency() / 2));
+    StagedCopy(cudaStream_t s, char* e, size_t l) : stream(s), err(e), errlen(l) {}
+    StagedCopy(const StagedCopy&) = delete;
+    StagedCopy& operator=(const StagedCopy&) = delete;
+    ~StagedCopy() {
+        for (cudaEvent_t e : drained)
+            if (e) cudaEventDestroy(e);
+    }
+    int init() {
+        Staging& st = Staging::get();
+        for (void*& b : st.buf)
+            if (!b) CUZK_CHECK(cudaHostAlloc(&b, Staging::CHUNK, cudaHostAllocPortable));
+        for (cudaEvent_t& e : drained)
+            CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        return 0;
+    }
+    int copy(void* dst, const void* src, size_t bytes) {
+        Staging& st = Staging::get();
+        for (size_t off = 0; off < bytes; off += Staging::CHUNK, ++k) {
+            const size_t len = std::min(Staging::CHUNK, bytes - off);
+            const int b = (int)(k & 1);
+            if (k >= 2) CUZK_CHECK(cudaEventSynchronize(drained[b]));
+            parallel_copy(st.buf[b], (const char*)src + off, len, threads);
+            CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, st.buf[b], len, cudaMemcpyHostToDevice,
+                                       stream));
+            CUZK_CHECK(cudaEventRecord(drained[b], stream));
+        }
+        return 0;
+    }
+};
+
 // Device time between two points of the default stream, from CUDA events (no host
 // synchronisation in between); the host emulation's Timer reads the clock instead.
 struct DeviceTimer {
@@ -257,10 +332,43 @@ struct DeviceExec {
     using Timer = DeviceTimer;
     char* err;
     size_t errlen;
+    DeviceExec(char* e, size_t l) : err(e), errlen(l) {}
     // Large copies page-locked or staged; off where the caller registered already.
     bool pin = true;
     // Large uploads staged rather than page-locked (--pin off).
     bool stage = !pin_transfers();
+    DeviceMarks marks;
+
+    int mark(const char* what) {
+        if (!trace_on()) return 0;
+        cudaEvent_t e;
+        CUZK_CHECK(cudaEventCreate(&e));
+        marks.at.push_back({what, e});
+        CUZK_CHECK(cudaEventRecord(e, 0));
+        return 0;
+    }
+    // Prints the marks since the first (and when each batch of `p` arrived), then forgets
+    // them.
+    int trace(const char* title, const Pending& p) {
+        if (marks.at.empty()) return 0;
+        CUZK_CHECK(cudaEventSynchronize(marks.at.back().second));
+        for (cudaEvent_t e : p.done) CUZK_CHECK(cudaEventSynchronize(e));
+        const cudaEvent_t t0 = marks.at.front().second;
+        for (auto& m : marks.at) {
+            float ms = 0;
+            CUZK_CHECK(cudaEventElapsedTime(&ms, t0, m.second));
+            fprintf(stderr, "cuzk trace %s: %9.2f ms  %s\n", title, ms, m.first);
+        }
+        for (size_t b = 0; b < p.done.size(); ++b) {
+            float ms = 0;
+            CUZK_CHECK(cudaEventElapsedTime(&ms, t0, p.done[b]));
+            fprintf(stderr, "cuzk trace %s: %9.2f ms  (upload batch %zu of %zu arrived)\n",
+                    title, ms, b + 1, p.done.size());
+        }
+        for (auto& m : marks.at) cudaEventDestroy(m.second);
+        marks.at.clear();
+        return 0;
+    }
 
     template <class T>
     int alloc(Buf<T>& b, size_t n, const char* what) {
@@ -417,80 +525,103 @@ struct DeviceExec {
     // Through the staging buffers (see Staging); after_default: the copies wait for the
     // work queued on the default stream so far (dst's allocation, in stream order).
     int staged_upload(void* dst, const void* src, size_t bytes, bool after_default = true) {
-        Staging& st = Staging::get();
-        std::lock_guard<std::mutex> hold(st.lock);
-        for (void*& b : st.buf)
-            if (!b) CUZK_CHECK(cudaHostAlloc(&b, Staging::CHUNK, cudaHostAllocPortable));
+        std::lock_guard<std::mutex> hold(Staging::get().lock);
         cudaStream_t stream;
         CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        cudaEvent_t drained[2] = {nullptr, nullptr};
-        auto done = [&]() {
-            for (cudaEvent_t e : drained)
-                if (e) cudaEventDestroy(e);
-            cudaStreamDestroy(stream);
-        };
         int rc = [&]() -> int {
-            for (cudaEvent_t& e : drained)
-                CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            StagedCopy sc(stream, err, errlen);
+            CUZK_RC(sc.init());
             if (after_default) {
-                CUZK_CHECK(cudaEventRecord(drained[0], 0));
-                CUZK_CHECK(cudaStreamWaitEvent(stream, drained[0], 0));
+                CUZK_CHECK(cudaEventRecord(sc.drained[0], 0));
+                CUZK_CHECK(cudaStreamWaitEvent(stream, sc.drained[0], 0));
             }
-            const unsigned threads =
-                std::max(1u, std::min(8u, std::thread::hardware_concurrency() / 2));
-            size_t k = 0;
-            for (size_t off = 0; off < bytes; off += Staging::CHUNK, ++k) {
-                const size_t len = std::min(Staging::CHUNK, bytes - off);
-                const int b = (int)(k & 1);
-                if (k >= 2) CUZK_CHECK(cudaEventSynchronize(drained[b]));
-                parallel_copy(st.buf[b], (const char*)src + off, len, threads);
-                CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, st.buf[b], len,
-                                           cudaMemcpyHostToDevice, stream));
-                CUZK_CHECK(cudaEventRecord(drained[b], stream));
-            }
+            CUZK_RC(sc.copy(dst, src, bytes));
             CUZK_CHECK(cudaStreamSynchronize(stream));
             return 0;
         }();
-        done();
+        cudaStreamDestroy(stream);
         return rc;
     }
     // upload() on a stream of its own (see DevicePending), as `batches` consecutive
-    // copies; a no-op for n = 0. The copy is asynchronous when the host memory is
-    // page-locked (by the caller, or here under --pin); pageable memory under staging is
-    // copied now, at DMA speed but without overlap (p then holds no batches).
+    // copies issued by a worker thread; a no-op for n = 0. Page-locked host memory (the
+    // caller's, or registered here under --pin) is copied directly, pageable memory
+    // through the staging buffers.
     template <class T>
     int upload_async(T* dst, const T* src, size_t n, Pending& p, unsigned batches = 1) {
         if (!n) return 0;
         const size_t bytes = n * sizeof(T);
         const bool locked = host_locked(src);
-        if (!locked && pin && stage && bytes >= PIN_MIN_BYTES) return staged_upload(dst, src, bytes);
-        p.pin = new HostPin(src, pin && !locked ? bytes : 0, true);
+        const bool staged = !locked && pin && stage && bytes >= PIN_MIN_BYTES;
+        if (!staged) p.pin = new HostPin(src, pin && !locked ? bytes : 0, true);
+        int dev = 0;
+        CUZK_CHECK(cudaGetDevice(&dev));
         CUZK_CHECK(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
         batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
         p.done.reserve(batches);
         p.ends.reserve(batches);
         for (unsigned b = 0; b < batches; ++b) {
             cudaEvent_t e;
-            CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            // Timed only when traced (DeviceExec::trace reports the arrivals).
+            CUZK_CHECK(cudaEventCreateWithFlags(&e, trace_on() ? 0u : cudaEventDisableTiming));
             p.done.push_back(e);
+            p.ends.push_back(n * (b + 1) / batches);
         }
         // dst was allocated in the default stream's order: the copies go after that.
         CUZK_CHECK(cudaEventRecord(p.done[0], 0));
         CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done[0], 0));
-        for (unsigned b = 0; b < batches; ++b) {
-            const size_t lo = n * b / batches, hi = n * (b + 1) / batches;
-            CUZK_CHECK(cudaMemcpyAsync(dst + lo, src + lo, (hi - lo) * sizeof(T),
-                                       cudaMemcpyHostToDevice, p.stream));
-            CUZK_CHECK(cudaEventRecord(p.done[b], p.stream));
-            p.ends.push_back(hi);
-        }
+        p.worker = std::thread([&p, dst, src, dev, staged] {
+            char* err = p.msg;
+            const size_t errlen = sizeof p.msg;
+            auto run = [&]() -> int {
+                CUZK_CHECK(cudaSetDevice(dev));
+                std::unique_lock<std::mutex> hold(Staging::get().lock, std::defer_lock);
+                if (staged) hold.lock();
+                StagedCopy sc(p.stream, err, errlen);
+                if (staged) CUZK_RC(sc.init());
+                size_t lo = 0;
+                for (size_t b = 0; b < p.ends.size(); ++b) {
+                    const size_t hi = p.ends[b];
+                    if (staged)
+                        CUZK_RC(sc.copy(dst + lo, src + lo, (hi - lo) * sizeof(T)));
+                    else
+                        CUZK_CHECK(cudaMemcpyAsync(dst + lo, src + lo, (hi - lo) * sizeof(T),
+                                                   cudaMemcpyHostToDevice, p.stream));
+                    CUZK_CHECK(cudaEventRecord(p.done[b], p.stream));
+                    {
+                        std::lock_guard<std::mutex> g(p.m);
+                        p.recorded = b + 1;
+                    }
+                    p.cv.notify_all();
+                    lo = hi;
+                }
+                // The staging buffers are free once the stream has drained them.
+                if (staged) CUZK_CHECK(cudaStreamSynchronize(p.stream));
+                return 0;
+            };
+            if (run() != 0) {
+                {
+                    std::lock_guard<std::mutex> g(p.m);
+                    p.failed = true;
+                }
+                p.cv.notify_all();
+            }
+        });
         return 0;
     }
     // Later work on the default stream waits for batches 0..=batch of the pending copy
     // (all of it by default; idempotent).
     int wait(Pending& p, size_t batch = SIZE_MAX) {
         if (p.done.empty()) return 0;
-        CUZK_CHECK(cudaStreamWaitEvent(0, p.done[std::min(batch, p.done.size() - 1)], 0));
+        batch = std::min(batch, p.done.size() - 1);
+        {
+            std::unique_lock<std::mutex> lk(p.m);
+            p.cv.wait(lk, [&] { return p.recorded > batch || p.failed; });
+            if (p.recorded <= batch) {
+                snprintf(err, errlen, "point upload: %s", p.msg);
+                return -1;
+            }
+        }
+        CUZK_CHECK(cudaStreamWaitEvent(0, p.done[batch], 0));
         return 0;
     }
     template <class T>
@@ -649,6 +780,8 @@ struct HostExec {
     int upload_overlapped(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);
     }
+    int mark(const char*) { return 0; }
+    int trace(const char*, const Pending&) { return 0; }
     int wait(Pending& p, size_t batch = SIZE_MAX) {
         if (p.ends.empty()) return 0;
         const size_t end = p.ends[std::min(batch, p.ends.size() - 1)];

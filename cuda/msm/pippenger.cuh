@@ -52,14 +52,22 @@ constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window 
 constexpr uint32_t NEG_FLAG = 0x80000000u;
 constexpr unsigned MAX_C = 24;
 constexpr unsigned MAX_WINDOWS = 256;  // c = 1
-// Points from the host are uploaded in this many batches (from MIN_BATCHED points on);
+// Points from the host are uploaded in 4 batches (from MIN_BATCHED points on);
 // the bucket accumulation of a batch starts when it has arrived (Pippenger::accumulate).
-// The upload then hides behind the sort and the accumulation of earlier batches, where
-// one copy overlapped only the sort (G1 2^25: 312 ms with the copy, 268 ms resident).
-// (Summing each batch's part of a run apart instead cut the runs into more, shorter
-// segments: G1 2^25 312 → 373 ms; docs/PERF.md.)
-constexpr unsigned UPLOAD_BATCHES = 4;
+// The upload then hides behind the sort and the accumulation of earlier batches (G1
+// 2^25 from pinned host memory: 313 → 258 ms on the H200, with the copies issued by a
+// worker thread; docs/PERF.md). Summing each batch's part of a run apart instead cut the
+// runs into more, shorter segments (G1 2^25 → 373 ms).
+// CUZK_UPLOAD_BATCHES=N overrides the count (1: one copy), for measuring.
 constexpr size_t MIN_BATCHED = 4096;
+inline unsigned upload_batches(size_t n) {
+    static const unsigned k = [] {
+        const char* v = getenv("CUZK_UPLOAD_BATCHES");
+        const long x = v ? strtol(v, nullptr, 10) : 0;
+        return x >= 1 && x <= 64 ? (unsigned)x : 4u;
+    }();
+    return n >= MIN_BATCHED ? k : 1;
+}
 
 CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
 
@@ -508,6 +516,7 @@ struct Pippenger {
                 if (!size[b]) continue;
                 const size_t o = (size_t)b * groups;
                 CUZK_RC(ex.wait(points_upload, b));
+                CUZK_RC(ex.mark("(a batch's segments start)"));
                 CUZK_RC(ex.launch_heavy(size[b],
                                         SumPointsFn<F>{seg_off.ptr, first.ptr, cnt.ptr, groups,
                                                        vals, points, sums.ptr, at.ptr + o,
@@ -590,17 +599,19 @@ struct Pippenger {
         }
         // The scalars first: the split and the digits need them at once, the points only
         // after the sort (and then batch by batch).
+        CUZK_RC(ex.mark("start"));
         Buf<FrMont> scalars;
         CUZK_RC(ex.alloc(scalars, n, "scalars"));
         if (scalars_d)
             CUZK_RC(ex.copy(scalars.ptr, scalars_d, n));
         else
             CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
+        CUZK_RC(ex.mark("scalars on the device"));
         const Affine<F>* points = resident;
         if (!points) {
             CUZK_RC(ex.alloc(uploaded, n, "points"));
             CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload,
-                                    n >= MIN_BATCHED ? UPLOAD_BATCHES : 1));
+                                    upload_batches(n)));
             points = uploaded.ptr;
         }
 
@@ -611,6 +622,7 @@ struct Pippenger {
         CUZK_RC(ex.start(t_split));
         if (split) CUZK_RC(split_scalars(scalars, n, ones, &n_ones, tail_idx, &m));
         CUZK_RC(ex.stop(t_split));
+        CUZK_RC(ex.mark("split"));
         CUZK_RC(ex.start(t_buckets));
         if (split_counts) {
             split_counts[0] = n_ones;
@@ -649,7 +661,9 @@ struct Pippenger {
         CUZK_RC(ex.alloc(out, windows, "window results"));
         CUZK_RC(ex.launch(windows, ToJacobianFn<F>{sums_w.ptr, out.ptr}, "to Jacobian"));
         CUZK_RC(ex.stop(t_ones));
+        CUZK_RC(ex.mark("ones, window results"));
         CUZK_RC(ex.sync("MSM kernels"));
+        CUZK_RC(ex.trace(sizeof(F) > 48 ? "MSM G2" : "MSM G1", points_upload));
         if (ms) {
             float ones_ms = 0;
             CUZK_RC(ex.elapsed(t_split, &ms[0]));
@@ -686,7 +700,9 @@ struct Pippenger {
             scalars.reset();
             int bits = 1;
             while (bits < 32 && (groups >> bits) != 0) ++bits;  // keys are ≤ groups
+            CUZK_RC(ex.mark("signed digits"));
             CUZK_RC(ex.sort_pairs(keys_in.ptr, keys.ptr, vals_in.ptr, vals.ptr, N, bits));
+            CUZK_RC(ex.mark("radix sort"));
             CUZK_RC(ex.sync_stream("signed digits + radix sort"));
         }
 
@@ -710,10 +726,13 @@ struct Pippenger {
 
         // 4. Bucket sums.
         Buf<XYZZ<F>> sums;
+        CUZK_RC(ex.mark("bucket runs"));
         CUZK_RC(accumulate(points, vals.ptr, first, cnt, groups, &max_cnt, sums,
                            "bucket accumulation"));
+        CUZK_RC(ex.mark("bucket accumulation"));
         vals.reset();
         CUZK_RC(reduce_groups(sums, first, cnt, groups, max_cnt));
+        CUZK_RC(ex.mark("bucket partial sums reduced"));
         Buf<XYZZ<F>> buckets;
         CUZK_RC(ex.alloc(buckets, groups, "bucket sums"));
         CUZK_RC(ex.launch(groups, GatherFn<F>{first.ptr, cnt.ptr, sums.ptr, buckets.ptr},
