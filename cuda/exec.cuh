@@ -349,17 +349,23 @@ struct DeviceExec {
     }
     // Prints the marks since the first (and when each batch of `p` arrived), then forgets
     // them.
-    int trace(const char* title, const Pending& p) {
+    int trace(const char* title, Pending& p) {
         if (marks.at.empty()) return 0;
+        {
+            // A batch no kernel waited for may not be recorded yet.
+            std::unique_lock<std::mutex> lk(p.m);
+            p.cv.wait(
+                lk, [&] { return p.recorded == p.done.size() || p.failed || !p.worker.joinable(); });
+        }
         CUZK_CHECK(cudaEventSynchronize(marks.at.back().second));
-        for (cudaEvent_t e : p.done) CUZK_CHECK(cudaEventSynchronize(e));
+        for (size_t b = 0; b < p.recorded; ++b) CUZK_CHECK(cudaEventSynchronize(p.done[b]));
         const cudaEvent_t t0 = marks.at.front().second;
         for (auto& m : marks.at) {
             float ms = 0;
             CUZK_CHECK(cudaEventElapsedTime(&ms, t0, m.second));
             fprintf(stderr, "cuzk trace %s: %9.2f ms  %s\n", title, ms, m.first);
         }
-        for (size_t b = 0; b < p.done.size(); ++b) {
+        for (size_t b = 0; b < p.recorded; ++b) {
             float ms = 0;
             CUZK_CHECK(cudaEventElapsedTime(&ms, t0, p.done[b]));
             fprintf(stderr, "cuzk trace %s: %9.2f ms  (upload batch %zu of %zu arrived)\n",
@@ -781,7 +787,7 @@ struct HostExec {
         return upload(dst, src, n);
     }
     int mark(const char*) { return 0; }
-    int trace(const char*, const Pending&) { return 0; }
+    int trace(const char*, Pending&) { return 0; }
     int wait(Pending& p, size_t batch = SIZE_MAX) {
         if (p.ends.empty()) return 0;
         const size_t end = p.ends[std::min(batch, p.ends.size() - 1)];
