@@ -74,6 +74,8 @@ check)
             "$B/cuda_msm" device_scalars_select_and_msm
         run racecheck-ntt compute-sanitizer --tool racecheck --error-exitcode 1 \
             "$B/cuda_ntt" ntt_fused_passes_small
+        run memcheck-ntt compute-sanitizer --tool memcheck --error-exitcode 1 \
+            "$B/cuda_ntt" ntt_fused_passes_small
     fi
     ;;
 bench)

@@ -87,6 +87,46 @@ CUZK_HD constexpr uint32_t p32(int i) {
     return (uint32_t)(P::p(i >> 1) >> (32 * (i & 1)));
 }
 
+// The reduction's multiplier constants, −p⁻¹ mod 2^32 and the modulus words, from the
+// constant bank on the device, where ptxas cannot see their values. Fr's −p⁻¹ is 2^32 − 1
+// (so m = −t[i]) and its low words are 1 and 2^32 − 1; knowing that, ptxas rewrote the
+// reduction rows into separate low and high halves (IMAD.X + IMAD.HI.U32.X instead of one
+// IMAD.WIDE.U32.X). Fr's product: 276 SASS instructions with literals, 225 with both
+// opaque (sm_90, nvcc 13.0). Fp's is 417 either way, so only −p⁻¹ is opaque for Fp
+// (P::MOD_FROM_CONSTANT_BANK false): docs/PERF.md, session 8.
+template <class P>
+struct RedcConsts {
+    uint32_t inv;
+    uint32_t p[2 * P::N];
+};
+template <class P>
+constexpr RedcConsts<P> redc_consts_of() {
+    RedcConsts<P> r{};
+    r.inv = (uint32_t)P::INV;
+    for (int i = 0; i < 2 * P::N; ++i) r.p[i] = p32<P>(i);
+    return r;
+}
+// Declared in both compilation passes: the host pass registers device variables.
+template <class P>
+__constant__ RedcConsts<P> redc_consts = redc_consts_of<P>();
+// −p⁻¹ mod 2^32 (P::INV is −p⁻¹ mod 2^64).
+template <class P>
+CUZK_HD uint32_t redc_inv() {
+#ifdef __CUDA_ARCH__
+    return redc_consts<P>.inv;
+#else
+    return (uint32_t)P::INV;
+#endif
+}
+// Word i of the modulus as the reduction's multiplier.
+template <class P>
+CUZK_HD uint32_t redc_p(int i) {
+#ifdef __CUDA_ARCH__
+    if (P::MOD_FROM_CONSTANT_BANK) return redc_consts<P>.p[i];
+#endif
+    return p32<P>(i);
+}
+
 template <class P>
 CUZK_HD void split(const uint64_t* x, uint32_t* w) {
 CUZK_UNROLL
@@ -180,7 +220,7 @@ CUZK_UNROLL
 template <class P>
 CUZK_HD void mul(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
-    const uint32_t inv = (uint32_t)P::INV;  // −p⁻¹ mod 2^64, so also mod 2^32
+    const uint32_t inv = redc_inv<P>();
     uint32_t a[n], b[n], e[2 * n + 1], o[2 * n + 1];
     split<P>(a64, a);
     split<P>(b64, b);
@@ -208,20 +248,20 @@ CUZK_UNROLL
         x[i + n] = addc(x[i + n], 0);
         // 4-5. Reduction.
         const uint32_t m = x[i] * inv;
-        x[i] = mad_lo_cc(m, p32<P>(0), x[i]);
-        x[i + 1] = madc_hi_cc(m, p32<P>(0), x[i + 1]);
+        x[i] = mad_lo_cc(m, redc_p<P>(0), x[i]);
+        x[i + 1] = madc_hi_cc(m, redc_p<P>(0), x[i + 1]);
 CUZK_UNROLL
         for (int j = 2; j < n; j += 2) {
-            x[i + j] = madc_lo_cc(m, p32<P>(j), x[i + j]);
-            x[i + j + 1] = madc_hi_cc(m, p32<P>(j), x[i + j + 1]);
+            x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
+            x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
         }
         x[i + n] = addc(x[i + n], 0);
-        y[i + 1] = mad_lo_cc(m, p32<P>(1), y[i + 1]);
-        y[i + 2] = madc_hi_cc(m, p32<P>(1), y[i + 2]);
+        y[i + 1] = mad_lo_cc(m, redc_p<P>(1), y[i + 1]);
+        y[i + 2] = madc_hi_cc(m, redc_p<P>(1), y[i + 2]);
 CUZK_UNROLL
         for (int j = 3; j < n; j += 2) {
-            y[i + j] = madc_lo_cc(m, p32<P>(j), y[i + j]);
-            y[i + j + 1] = madc_hi_cc(m, p32<P>(j), y[i + j + 1]);
+            y[i + j] = madc_lo_cc(m, redc_p<P>(j), y[i + j]);
+            y[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), y[i + j + 1]);
         }
     }
     // Word n − 1 is zero in both arrays (folded in row n − 1, then reduced).
@@ -285,7 +325,7 @@ CUZK_UNROLL
 template <class P>
 CUZK_HD void redc(const uint32_t* T, uint64_t* r) {
     constexpr int n = 2 * P::N;
-    const uint32_t inv = (uint32_t)P::INV;
+    const uint32_t inv = redc_inv<P>();
     uint32_t e[2 * n + 1], o[2 * n + 1];
 CUZK_UNROLL
     for (int w = 0; w <= 2 * n; ++w) {
@@ -299,20 +339,20 @@ CUZK_UNROLL
         // Fold word i of y into x; the carry enters y's chain at word i + 1.
         x[i] = add_cc(x[i], y[i]);
         const uint32_t m = x[i] * inv;
-        y[i + 1] = madc_lo_cc(m, p32<P>(1), y[i + 1]);
-        y[i + 2] = madc_hi_cc(m, p32<P>(1), y[i + 2]);
+        y[i + 1] = madc_lo_cc(m, redc_p<P>(1), y[i + 1]);
+        y[i + 2] = madc_hi_cc(m, redc_p<P>(1), y[i + 2]);
 CUZK_UNROLL
         for (int j = 3; j < n; j += 2) {
-            y[i + j] = madc_lo_cc(m, p32<P>(j), y[i + j]);
-            y[i + j + 1] = madc_hi_cc(m, p32<P>(j), y[i + j + 1]);
+            y[i + j] = madc_lo_cc(m, redc_p<P>(j), y[i + j]);
+            y[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), y[i + j + 1]);
         }
         y[i + n + 1] = addc(y[i + n + 1], 0);
-        x[i] = mad_lo_cc(m, p32<P>(0), x[i]);
-        x[i + 1] = madc_hi_cc(m, p32<P>(0), x[i + 1]);
+        x[i] = mad_lo_cc(m, redc_p<P>(0), x[i]);
+        x[i + 1] = madc_hi_cc(m, redc_p<P>(0), x[i + 1]);
 CUZK_UNROLL
         for (int j = 2; j < n; j += 2) {
-            x[i + j] = madc_lo_cc(m, p32<P>(j), x[i + j]);
-            x[i + j + 1] = madc_hi_cc(m, p32<P>(j), x[i + j + 1]);
+            x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
+            x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
         }
         x[i + n] = addc(x[i + n], 0);
     }

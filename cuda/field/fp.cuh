@@ -8,6 +8,7 @@ namespace cuzk {
 
 struct FpParams {
     static constexpr int N = 6;
+    static constexpr bool MOD_FROM_CONSTANT_BANK = false;  // carry.cuh, redc_p
     // −p⁻¹ mod 2^64
     static constexpr uint64_t INV = 0x89f3fffcfffcfffdull;
     // p = 0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab
@@ -46,6 +47,7 @@ static_assert(sizeof(Fp) == 48, "Fp must match blst_fp");
 // the MSM uses it to read blstrs Scalars (Montgomery form) as plain integers.
 struct FrParams {
     static constexpr int N = 4;
+    static constexpr bool MOD_FROM_CONSTANT_BANK = true;  // carry.cuh, redc_p
     static constexpr uint64_t INV = 0xfffffffeffffffffull;
     // r = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
     CUZK_HD static constexpr uint64_t p(int i) {

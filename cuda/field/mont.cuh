@@ -9,6 +9,8 @@
 // A parameter set P provides:
 //   static constexpr int N;                    limbs
 //   static constexpr uint64_t INV;             −p⁻¹ mod 2^64
+//   static constexpr bool MOD_FROM_CONSTANT_BANK; reduction reads p's words from the
+//                                              constant bank (carry.cuh, redc_p)
 //   CUZK_HD static constexpr uint64_t p(int);  limbs of the modulus
 //   CUZK_HD static constexpr uint64_t one(int);limbs of R mod p (1 in Montgomery form)
 // The limbs are functions rather than arrays because a constexpr array cannot be read

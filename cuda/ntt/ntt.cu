@@ -4,12 +4,14 @@
 //
 // Orders: forward transforms are decimation in time (bit-reversed in, natural out), inverse
 // ones decimation in frequency (natural in, bit-reversed out), so the pipeline needs no
-// permutation pass except the last, into natural order for the H MSM. Scaling a
-// bit-reversed coefficient vector by powers multiplies position j by s^rev(j).
+// permutation pass: the last DIF pass writes each element to its natural position in the
+// output (H for the MSM, or ntt()'s result). Scaling a bit-reversed coefficient vector by
+// powers multiplies position j by s^rev(j).
 //
 // Powers (twiddles ω^e, coset factors g^e) come from two small tables each,
 // x^e = hi[e >> L] · lo[e & (2^L − 1)], built on the host: no device memory proportional
-// to the domain for them.
+// to the domain for them. Where a pass's twists span at most 2^22 exponents, a table of
+// all of them (Transform) makes each twist one product instead of two.
 //
 // Stages are fused: one pass loads 2^E elements per block into shared memory, runs up to
 // E consecutive stages there and writes them back, so a 2^27 transform takes 3 passes over
@@ -70,6 +72,49 @@ CUZK_HD Fr times_pow(const Fr& v, const PowTable& t, uint64_t e) {
     return cuzk::mul(v, t.at(e));
 #endif
 }
+// v · p[0], out of line for the same reason.
+#ifdef __CUDA_ARCH__
+__device__ __noinline__ Fr times_entry_call(Fr v, const Fr* p) { return cuzk::mul(v, *p); }
+#endif
+CUZK_HD Fr times_entry(const Fr& v, const Fr* p) {
+#ifdef __CUDA_ARCH__
+    return times_entry_call(v, p);
+#else
+    return cuzk::mul(v, *p);
+#endif
+}
+CUZK_HD void prefetch_entry(const Fr* p) {
+#ifdef __CUDA_ARCH__
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+    (void)p;
+#endif
+}
+
+// What the last DIF pass multiplies its outputs by: nothing, scale^rev(index) from a
+// power table (the coset scaling that follows an inverse transform, m⁻¹ included), or one
+// constant (m⁻¹ of a plain inverse transform: one product instead of two).
+struct Scale {
+    enum Kind { NONE, TABLE, CONSTANT } kind = NONE;
+    PowTable table{};
+    Fr c{};
+};
+inline Scale table_scale(const PowTable& t) {
+    Scale s;
+    s.kind = Scale::TABLE;
+    s.table = t;
+    return s;
+}
+#ifdef __CUDA_ARCH__
+__device__ __noinline__ Fr times_call(Fr v, Fr c) { return cuzk::mul(v, c); }
+#endif
+CUZK_HD Fr times(const Fr& v, const Fr& c) {
+#ifdef __CUDA_ARCH__
+    return times_call(v, c);
+#else
+    return cuzk::mul(v, c);
+#endif
+}
 
 CUZK_HD uint64_t rev(uint64_t i, unsigned log_m) {
 #ifdef __CUDA_ARCH__
@@ -93,10 +138,13 @@ struct Roots {
 // twiddles), so a pass of K stages needs ⌈K/3⌉ − 1 barriers instead of K + 1, and each
 // element crosses shared memory ⌈K/3⌉ − 1 times instead of K + 1 (the first group reads
 // global memory, the last writes it). 8 elements are 64 registers: 256 threads a block,
-// two blocks an SM within 128 registers a thread (radix 16 would leave one block).
+// two blocks an SM within 128 registers a thread. (4 elements a thread, 3 blocks an SM
+// within 85 registers, measured no faster: docs/PERF.md, session 8.)
 constexpr unsigned REG_LOG = 3;
 // Threads per block of the fused kernels (their launch bound, below).
 constexpr unsigned FUSED_THREADS = 256;
+// Elements per block of a fused pass on the GPU, log2: 2^11 · 32 B = 64 KiB of shared memory.
+constexpr unsigned GPU_BLOCK_LOG = 11;
 
 // Shared memory holds a block's elements as two planes of 16-byte halves, so that 8
 // threads reading consecutive elements (one 128-bit access phase) cover the 32 banks
@@ -152,10 +200,10 @@ CUZK_HD void store_fr(Fr* p, const Fr& v) {
 // of the input, rev_K(t) for DIT's bit-reversed inputs), or for DIF on outputs twisted
 // likewise: so each element takes one twist product per pass instead of a twiddle
 // product per butterfly, and the butterflies read plain roots (Roots).
-// With `scaled`, each element leaves multiplied by scale^rev(index) (the coset scaling
-// that follows an inverse transform, saved a pass over memory).
+// With a scale, each element leaves multiplied by scale^rev(index) or by a constant (the
+// scaling that follows an inverse transform, saved a pass over memory).
 //
-// The K stages run in groups of ≤ REG_LOG (t bits [b, b + RG)): each thread takes 2^RG
+// The K stages run in groups of ≤ REG (t bits [b, b + RG)): each thread takes 2^RG
 // elements differing in those bits into registers and runs the group's stages there.
 // The group at b = 0 has min(K, 3) stages and touches global memory (DIT: first, loads
 // and twists; DIF: last, twists, scales and stores); the remainder group sits at the top
@@ -168,17 +216,34 @@ struct FusedStages {
     unsigned log_m, s, K, q;
     Roots roots;
     PowTable w;  // ω_m, for the twists
-    bool scaled;
-    PowTable scale;
+    // Not null: tw[e] = ω_(2^(s+K))^e for every e < 2^(s+K), so a twist is one product
+    // (Transform, twist tables); null: from w's two tables, two products.
+    const Fr* tw;
+    Scale scale;
+    // Not null: the pass writes element g to out[rev(g)] (natural order) instead of x[g],
+    // if rev(g) < out_len (the last DIF pass; saves a bit-reversal pass over memory).
+    Fr* out;
+    uint64_t out_len;
     CUZK_HD uint64_t index(size_t block, uint64_t l) const {
         const uint64_t low = l & ((1ull << q) - 1), t = l >> q;
         const uint64_t b_mid = block & ((1ull << (s - q)) - 1), b_top = block >> (s - q);
         return (b_top << (s + K)) | (t << s) | (b_mid << q) | low;
     }
-    // The exponent of ζ^rev_K(t) for the lane of local index l: ω_m^(λ·rev_K(t)·m/2^(s+K)).
-    CUZK_HD uint64_t twist_exp(size_t block, uint64_t l) const {
+    // The twist ζ^rev_K(t) for the lane λ of local index l is ω_(2^(s+K))^(λ·rev_K(t)):
+    // its exponent e in those units (< 2^(s+K)), or in ω_m's, e·m/2^(s+K).
+    CUZK_HD uint64_t twist_e(size_t block, uint64_t l) const {
         const uint64_t lane = ((block & ((1ull << (s - q)) - 1)) << q) | (l & ((1ull << q) - 1));
-        return (lane * rev(l >> q, K)) << (log_m - s - K);
+        return lane * rev(l >> q, K);
+    }
+    CUZK_HD void prefetch_twist(size_t block, uint64_t l) const {
+        if (tw)
+            prefetch_entry(tw + twist_e(block, l));
+        else
+            prefetch_pow(w, twist_e(block, l) << (log_m - s - K));
+    }
+    CUZK_HD Fr twist(const Fr& v, size_t block, uint64_t l) const {
+        return tw ? times_entry(v, tw + twist_e(block, l))
+                  : times_pow(v, w, twist_e(block, l) << (log_m - s - K));
     }
 
     // One work item u of the group at t bits [b, b + RG): its elements are the local
@@ -199,7 +264,7 @@ CUZK_UNROLL
             const uint64_t l = base | ((uint64_t)k << p);
             if (from_global) {
                 v[k] = load_fr(x + index(block, l));
-                if (DIT && twisted) prefetch_pow(w, twist_exp(block, l));
+                if (DIT && twisted) prefetch_twist(block, l);
             } else {
                 const uint32_t sl = slot((uint32_t)l);
                 load2(sh + 2 * sl, v[k].l[0], v[k].l[1]);
@@ -209,7 +274,7 @@ CUZK_UNROLL
         if (DIT && twisted && from_global) {
 CUZK_UNROLL
             for (unsigned k = 0; k < N; ++k)
-                v[k] = times_pow(v[k], w, twist_exp(block, base | ((uint64_t)k << p)));
+                v[k] = twist(v[k], block, base | ((uint64_t)k << p));
         }
 CUZK_UNROLL
         for (unsigned i = 0; i < RG; ++i) {
@@ -234,12 +299,13 @@ CUZK_UNROLL
                 }
             }
         }
-        if (!DIT && to_global && (twisted || scaled)) {
+        if (!DIT && to_global && (twisted || scale.kind == Scale::TABLE)) {
 CUZK_UNROLL
             for (unsigned k = 0; k < N; ++k) {
                 const uint64_t l = base | ((uint64_t)k << p);
-                if (twisted) prefetch_pow(w, twist_exp(block, l));
-                if (scaled) prefetch_pow(scale, rev(index(block, l), log_m));
+                if (twisted) prefetch_twist(block, l);
+                if (scale.kind == Scale::TABLE)
+                    prefetch_pow(scale.table, rev(index(block, l), log_m));
             }
         }
 CUZK_UNROLL
@@ -248,9 +314,16 @@ CUZK_UNROLL
             if (to_global) {
                 const uint64_t g = index(block, l);
                 Fr o = v[k];
-                if (!DIT && twisted) o = times_pow(o, w, twist_exp(block, l));
-                if (!DIT && scaled) o = times_pow(o, scale, rev(g, log_m));
-                store_fr(x + g, o);
+                if (!DIT && twisted) o = twist(o, block, l);
+                if (!DIT && scale.kind == Scale::TABLE)
+                    o = times_pow(o, scale.table, rev(g, log_m));
+                if (!DIT && scale.kind == Scale::CONSTANT) o = times(o, scale.c);
+                if (!out) {
+                    store_fr(x + g, o);
+                } else {
+                    const uint64_t r = rev(g, log_m);
+                    if (r < out_len) store_fr(out + r, o);
+                }
             } else {
                 const uint32_t sl = slot((uint32_t)l);
                 store2(sh + 2 * sl, v[k].l[0], v[k].l[1]);
@@ -327,14 +400,6 @@ struct Pointwise {
     }
 };
 
-// out[i] = x[rev(i)]
-struct GatherBitrev {
-    Fr* out;
-    const Fr* x;
-    unsigned log_m;
-    CUZK_HD void operator()(size_t i) const { out[i] = x[rev(i, log_m)]; }
-};
-
 }  // namespace
 
 // x^e = hi[k][e >> L] · lo[k][e & (2^L − 1)] for four bases x; ntt.rs builds them.
@@ -363,17 +428,20 @@ int upload_tables(Exec& ex, typename Exec::template Buf<Fr>& buf, const CuzkPowT
     return 0;
 }
 
-// Elements per block of a fused pass, log2: 2^11 · 32 B = 64 KiB of shared memory on the
-// GPU; 2^6 in the host emulation, so that the tests' small transforms cross passes and
-// still meet every register-group shape (1..3 stages, exchanges, all slot() bits).
+// Elements per block of a fused pass, log2: GPU_BLOCK_LOG on the GPU; 2^6 in the host
+// emulation, so that the tests' small transforms cross passes and still meet every
+// register-group shape (1..3 stages, exchanges, all slot() bits).
 template <class Exec>
 constexpr unsigned block_log() {
-    return std::is_same<Exec, cuzk::HostExec>::value ? 6 : 11;
+    return std::is_same<Exec, cuzk::HostExec>::value ? 6 : GPU_BLOCK_LOG;
 }
 
 // The passes of a transform of 2^log_m: (s, K, q) in order of increasing s. The first
 // pass covers the lowest bits with contiguous blocks; the rest split the remaining
-// stages evenly, each at most E − 2 stages so that its runs are 2^q ≥ 4 elements (128 B).
+// stages evenly into as few passes as a block allows (up to E stages each). A block then
+// reads and writes runs of 2^q = 2^(E−K) consecutive elements, down to single ones (32 B,
+// one memory sector): at 2^21 and 2^22 that saves a pass against runs of ≥ 4 elements,
+// and measured no slower elsewhere (docs/PERF.md, session 8).
 struct Pass {
     unsigned s, K, q;
 };
@@ -384,7 +452,7 @@ int plan(unsigned log_m, Pass* passes) {
     unsigned s = log_m < e ? log_m : e;
     passes[count++] = {0, s, 0};
     if (s < log_m) {
-        const unsigned rest = log_m - s, per = e - 2;
+        const unsigned rest = log_m - s, per = e;
         const unsigned n = (rest + per - 1) / per;
         for (unsigned i = 0; i < n; ++i) {
             const unsigned K = (log_m - s + (n - i) - 1) / (n - i);
@@ -396,55 +464,89 @@ int plan(unsigned log_m, Pass* passes) {
     return count;
 }
 
-// The passes' roots of unity for a transform of m by ω = w: 2^(R−1) of them, R the
-// largest pass (every pass's K ≤ R ≤ log_m).
+// Twist tables: a twisted pass (s > 0) with s + K ≤ this takes its twists from a table
+// of all 2^(s+K) powers of ω_(2^(s+K)) (one product each instead of two): at most 128 MiB
+// on the GPU (2^27: the middle pass, 2^19 entries; the last pass, s + K = log_m, keeps
+// two products). 2^10 in the emulation, so that its tests meet both kinds of pass.
 template <class Exec>
-int make_roots(Exec& ex, typename Exec::template Buf<Fr>& buf, uint64_t m, PowTable w,
-               Roots* out) {
+constexpr unsigned twist_table_log() {
+    return std::is_same<Exec, cuzk::HostExec>::value ? 10 : 22;
+}
+
+// A transform of m = 2^log_m by ω = w: its passes, their roots of unity (2^(R−1) of them,
+// R the largest pass: every pass's K ≤ R ≤ log_m) and twist tables. Made once per
+// direction, before the transforms (and their timers), like the power tables.
+template <class Exec>
+struct Transform {
+    uint64_t m;
+    Pass passes[64];
+    int count;
+    Roots roots;
+    PowTable w;
+    const Fr* tw[64];  // per pass: its twist table, or null
+    typename Exec::template Buf<Fr> roots_buf, tw_buf;
+};
+template <class Exec>
+int make_transform(Exec& ex, uint64_t m, PowTable w, Transform<Exec>* t) {
     const unsigned log_m = (unsigned)__builtin_ctzll(m);
+    t->m = m;
+    t->w = w;
+    t->count = plan<Exec>(log_m, t->passes);
     const unsigned R = std::min(block_log<Exec>(), log_m);
-    CUZK_RC(ex.alloc(buf, 1ull << (R - 1), "NTT roots"));
-    CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{buf.ptr, w, m >> R}, "NTT roots", 256));
-    *out = Roots{buf.ptr, R};
+    CUZK_RC(ex.alloc(t->roots_buf, 1ull << (R - 1), "NTT roots"));
+    CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{t->roots_buf.ptr, w, m >> R}, "NTT roots", 256));
+    t->roots = Roots{t->roots_buf.ptr, R};
+    size_t entries = 0;
+    for (int i = 0; i < t->count; ++i) {
+        const Pass& p = t->passes[i];
+        const bool tabled = p.s > 0 && p.s + p.K <= twist_table_log<Exec>();
+        t->tw[i] = nullptr;
+        if (tabled) entries += 1ull << (p.s + p.K);
+    }
+    if (entries == 0) return 0;
+    CUZK_RC(ex.alloc(t->tw_buf, entries, "NTT twist tables"));
+    Fr* next = t->tw_buf.ptr;
+    for (int i = 0; i < t->count; ++i) {
+        const Pass& p = t->passes[i];
+        if (p.s == 0 || p.s + p.K > twist_table_log<Exec>()) continue;
+        const uint64_t n = 1ull << (p.s + p.K);
+        CUZK_RC(ex.launch(n, RootsFn{next, w, m >> (p.s + p.K)}, "NTT twist table", 256));
+        t->tw[i] = next;
+        next += n;
+    }
     return 0;
 }
 
 template <bool DIT, class Exec>
 int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
-             const PowTable* scale) {
+             const Fr* tw, const Scale& scale, Fr* out = nullptr, uint64_t out_len = 0) {
     const unsigned e_log = p.K + p.q;
     // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
     // the kernels' bound: passes of one or two stages loop over their groups.
     const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
     return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
                             FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
-                                             roots, w, scale != nullptr, scale ? *scale : w},
+                                             roots, w, tw, scale, out, out_len},
                             DIT ? "NTT DIT stages" : "NTT DIF stages");
 }
 
 // Natural-order evaluations → bit-reversed coefficients ·m, then each multiplied by
-// scale^rev(j) when scale is given (m⁻¹ and the coset factors live in that table).
+// scale^rev(j) or a constant (m⁻¹ and the coset factors live in that table). With
+// out, the coefficients go there in natural order instead, the first out_len of them.
+// t: the transform by ω⁻¹.
 template <class Exec>
-int inverse_dif(Exec& ex, Fr* x, uint64_t m, PowTable w_inv, const PowTable* scale) {
-    Pass passes[64];
-    const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
-    typename Exec::template Buf<Fr> buf;
-    Roots roots;
-    CUZK_RC(make_roots(ex, buf, m, w_inv, &roots));
-    for (int i = count - 1; i >= 0; --i)
-        CUZK_RC(run_pass<false>(ex, x, m, passes[i], roots, w_inv, i == 0 ? scale : nullptr));
+int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
+                Fr* out = nullptr, uint64_t out_len = 0) {
+    for (int i = t.count - 1; i >= 0; --i)
+        CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tw[i],
+                                i == 0 ? scale : Scale{}, i == 0 ? out : nullptr, out_len));
     return 0;
 }
 
 template <class Exec>
-int forward_dit(Exec& ex, Fr* x, uint64_t m, PowTable w) {
-    Pass passes[64];
-    const int count = plan<Exec>((unsigned)__builtin_ctzll(m), passes);
-    typename Exec::template Buf<Fr> buf;
-    Roots roots;
-    CUZK_RC(make_roots(ex, buf, m, w, &roots));
-    for (int i = 0; i < count; ++i)
-        CUZK_RC(run_pass<true>(ex, x, m, passes[i], roots, w, nullptr));
+int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
+    for (int i = 0; i < t.count; ++i)
+        CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tw[i], Scale{}));
     return 0;
 }
 
@@ -463,6 +565,9 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     CUZK_RC(ex.alloc(dh, m - 1, "NTT h"));
     PowTable pt[4];  // ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e
     CUZK_RC(upload_tables(ex, dtab, tables, 4, pt));
+    Transform<Exec> fwd, inv;
+    CUZK_RC(make_transform(ex, m, pt[0], &fwd));
+    CUZK_RC(make_transform(ex, m, pt[1], &inv));
     Fr* bufs[3] = {da.ptr, db.ptr, dc.ptr};
     const Fr* src[3] = {a, b, c};
     // Each input's upload overlaps the transforms of the one before it (kernels queue on
@@ -473,14 +578,14 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
         CUZK_RC(ex.upload_overlapped(bufs[k], src[k], n));
         CUZK_RC(ex.start(timer[k]));
         CUZK_RC(ex.zero(bufs[k] + n, m - n));
-        CUZK_RC(inverse_dif(ex, bufs[k], m, pt[1], &pt[2]));  // then coset scale
-        CUZK_RC(forward_dit(ex, bufs[k], m, pt[0]));
+        CUZK_RC(inverse_dif(ex, bufs[k], inv, table_scale(pt[2])));  // then coset scale
+        CUZK_RC(forward_dit(ex, bufs[k], fwd));
         CUZK_RC(ex.stop(timer[k]));
     }
     CUZK_RC(ex.start(timer[3]));
     CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
-    CUZK_RC(inverse_dif(ex, da.ptr, m, pt[1], &pt[3]));  // then coset unscale
-    CUZK_RC(ex.launch(m - 1, GatherBitrev{dh.ptr, da.ptr, log_m}, "NTT bit reversal", 256));
+    // Then coset unscale, into h in natural order (m − 1 coefficients).
+    CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1));
     CUZK_RC(ex.stop(timer[3]));
     CUZK_RC(ex.sync("NTT quotient kernels"));
     if (ms) {
@@ -504,13 +609,21 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
     typename Exec::template Buf<Fr> dx, dy, dtab;
     CUZK_RC(ex.alloc(dx, m, "NTT x"));
     CUZK_RC(ex.alloc(dy, m, "NTT out"));
-    PowTable pt[3];  // ω, ω⁻¹, m⁻¹
-    CUZK_RC(upload_tables(ex, dtab, tables, 3, pt));
+    PowTable pt[2];  // ω, ω⁻¹
+    CUZK_RC(upload_tables(ex, dtab, tables, 2, pt));
+    // The third table's powers are all m⁻¹ (base 1): its first entries' product.
+    Scale scale;
+    if (inverse) {
+        scale.kind = Scale::CONSTANT;
+        scale.c = cuzk::mul(tables.hi[2][0], tables.lo[2][0]);
+    }
+    // Either direction runs the DIF passes (natural order in), by ω or ω⁻¹.
+    Transform<Exec> t;
+    CUZK_RC(make_transform(ex, m, pt[inverse ? 1 : 0], &t));
     CUZK_RC(ex.upload(dx.ptr, x, m));
     typename Exec::Timer timer;
     CUZK_RC(ex.start(timer));
-    CUZK_RC(inverse_dif(ex, dx.ptr, m, pt[inverse ? 1 : 0], inverse ? &pt[2] : nullptr));
-    CUZK_RC(ex.launch(m, GatherBitrev{dy.ptr, dx.ptr, log_m}, "NTT bit reversal", 256));
+    CUZK_RC(inverse_dif(ex, dx.ptr, t, scale, dy.ptr, m));
     CUZK_RC(ex.stop(timer));
     CUZK_RC(ex.sync("NTT kernels"));
     if (ms) CUZK_RC(ex.elapsed(timer, ms));
@@ -555,7 +668,8 @@ extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n
 }
 
 // In-place NTT of x (2^log_m elements, natural order in and out): forward, or inverse
-// including m⁻¹. tables: ω, ω⁻¹, and (1, m⁻¹) as the third. For tests and benchmarks.
+// including m⁻¹. tables: ω, ω⁻¹, and (1, m⁻¹) as the third (every power m⁻¹: read once, as
+// a constant). For tests and benchmarks.
 extern "C" int cuzk_ntt(Fr* x, unsigned log_m, int inverse, CuzkPowTables tables, int emulate,
                         float* ms, char* err, size_t errlen) {
     if (log_m == 0 || log_m > 32) {
