@@ -10,8 +10,9 @@
 //
 // Powers (twiddles ω^e, coset factors g^e) come from two small tables each,
 // x^e = hi[e >> L] · lo[e & (2^L − 1)], built on the host: no device memory proportional
-// to the domain for them. Where a pass's twists span at most 2^22 exponents, a table of
-// all of them (Transform) makes each twist one product instead of two.
+// to the domain for them. Where a pass's twists span at most 2^25 exponents, a table of
+// all of them (Transform, kept per device, m and ω) makes each twist one product instead
+// of two.
 //
 // Stages are fused: one pass loads 2^E elements per block into shared memory, runs up to
 // E consecutive stages there and writes them back, so a 2^27 transform takes 3 passes over
@@ -26,6 +27,9 @@
 // kernels or, for tests on machines without a GPU, on the host (with small blocks there,
 // so the tests cross several passes).
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
 #include <new>
 #include <cstdint>
 #include <type_traits>
@@ -465,17 +469,25 @@ int plan(unsigned log_m, Pass* passes) {
 }
 
 // Twist tables: a twisted pass (s > 0) with s + K ≤ this takes its twists from a table
-// of all 2^(s+K) powers of ω_(2^(s+K)) (one product each instead of two): at most 128 MiB
-// on the GPU (2^27: the middle pass, 2^19 entries; the last pass, s + K = log_m, keeps
-// two products). 2^10 in the emulation, so that its tests meet both kinds of pass.
+// of all 2^(s+K) powers of ω_(2^(s+K)) (one product each instead of two). On the GPU at
+// most 2^25 entries (1 GiB, no more than the transform's own data): every pass up to
+// 2^25; at 2^26 and 2^27 the middle pass (2^18, 2^19 entries), while the last pass
+// (s + K = log_m) keeps two products. 2^10 in the emulation, so that its tests meet both
+// kinds of pass. (Limit 2^22 against 2^25, measured: docs/PERF.md, session 8.)
 template <class Exec>
 constexpr unsigned twist_table_log() {
-    return std::is_same<Exec, cuzk::HostExec>::value ? 10 : 22;
+    return std::is_same<Exec, cuzk::HostExec>::value ? 10 : 25;
 }
 
 // A transform of m = 2^log_m by ω = w: its passes, their roots of unity (2^(R−1) of them,
-// R the largest pass: every pass's K ≤ R ≤ log_m) and twist tables. Made once per
-// direction, before the transforms (and their timers), like the power tables.
+// R the largest pass: every pass's K ≤ R ≤ log_m) and twist tables. The tables depend on
+// (m, ω) only: on the GPU they are made once per device, m and ω and kept for the process
+// (like sppark's precomputed twiddles: the prover's partitions and a benchmark's runs
+// share them); the emulation makes them per call.
+struct Tables {
+    const Fr* roots;
+    const Fr* tw[64];  // per pass: its twist table, or null
+};
 template <class Exec>
 struct Transform {
     uint64_t m;
@@ -483,37 +495,87 @@ struct Transform {
     int count;
     Roots roots;
     PowTable w;
-    const Fr* tw[64];  // per pass: its twist table, or null
-    typename Exec::template Buf<Fr> roots_buf, tw_buf;
+    Tables tab;
+    typename Exec::template Buf<Fr> buf;  // the tables, when not kept
 };
+
+// Builds t's tables into buf (2^(R−1) roots, then each tabled pass's twists).
 template <class Exec>
-int make_transform(Exec& ex, uint64_t m, PowTable w, Transform<Exec>* t) {
+int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& buf) {
+    const unsigned R = t->roots.R;
+    size_t entries = 1ull << (R - 1);
+    for (int i = 0; i < t->count; ++i) {
+        const Pass& p = t->passes[i];
+        if (p.s > 0 && p.s + p.K <= twist_table_log<Exec>()) entries += 1ull << (p.s + p.K);
+    }
+    CUZK_RC(ex.alloc(buf, entries, "NTT roots and twist tables"));
+    CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{buf.ptr, t->w, t->m >> R}, "NTT roots", 256));
+    t->tab.roots = buf.ptr;
+    Fr* next = buf.ptr + (1ull << (R - 1));
+    for (int i = 0; i < t->count; ++i) {
+        const Pass& p = t->passes[i];
+        t->tab.tw[i] = nullptr;
+        if (p.s == 0 || p.s + p.K > twist_table_log<Exec>()) continue;
+        const uint64_t n = 1ull << (p.s + p.K);
+        CUZK_RC(ex.launch(n, RootsFn{next, t->w, t->m >> (p.s + p.K)}, "NTT twist table", 256));
+        t->tab.tw[i] = next;
+        next += n;
+    }
+    return 0;
+}
+
+// The GPU's kept tables, by (device, log_m, ω: the first entries of its host tables).
+struct TableCache {
+    std::mutex lock;
+    std::map<std::array<uint64_t, 19>, Tables> kept;
+    static TableCache& get() {
+        static TableCache c;
+        return c;
+    }
+};
+
+// w: ω's tables on the device; w_host: the same on the host (for the cache key).
+template <class Exec>
+int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t lo_len,
+                   const Fr* w_hi_host, size_t hi_len, Transform<Exec>* t) {
     const unsigned log_m = (unsigned)__builtin_ctzll(m);
     t->m = m;
     t->w = w;
     t->count = plan<Exec>(log_m, t->passes);
-    const unsigned R = std::min(block_log<Exec>(), log_m);
-    CUZK_RC(ex.alloc(t->roots_buf, 1ull << (R - 1), "NTT roots"));
-    CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{t->roots_buf.ptr, w, m >> R}, "NTT roots", 256));
-    t->roots = Roots{t->roots_buf.ptr, R};
-    size_t entries = 0;
-    for (int i = 0; i < t->count; ++i) {
-        const Pass& p = t->passes[i];
-        const bool tabled = p.s > 0 && p.s + p.K <= twist_table_log<Exec>();
-        t->tw[i] = nullptr;
-        if (tabled) entries += 1ull << (p.s + p.K);
+    t->roots = Roots{nullptr, std::min(block_log<Exec>(), log_m)};
+    if constexpr (std::is_same<Exec, cuzk::HostExec>::value) {
+        CUZK_RC(build_tables(ex, t, t->buf));
+    } else {
+        char* err = ex.err;
+        const size_t errlen = ex.errlen;
+        std::array<uint64_t, 19> key{};
+        int dev = 0;
+        CUZK_CHECK(cudaGetDevice(&dev));
+        key[0] = (uint64_t)dev;
+        key[1] = log_m;
+        key[2] = w.L;
+        // ω is lo[1] (or hi[1] when lo has one entry); both pairs make the key.
+        for (int k = 0; k < 2; ++k) {
+            const Fr& a = w_lo_host[std::min<size_t>(k, lo_len - 1)];
+            const Fr& b = w_hi_host[std::min<size_t>(k, hi_len - 1)];
+            for (int j = 0; j < 4; ++j) {
+                key[3 + 8 * k + j] = a.l[j];
+                key[7 + 8 * k + j] = b.l[j];
+            }
+        }
+        TableCache& c = TableCache::get();
+        std::lock_guard<std::mutex> hold(c.lock);
+        auto it = c.kept.find(key);
+        if (it != c.kept.end()) {
+            t->tab = it->second;
+        } else {
+            CUZK_RC(build_tables(ex, t, t->buf));
+            t->buf.ptr = nullptr;  // kept for the process: no longer t's to free
+            t->buf.len = 0;
+            c.kept[key] = t->tab;
+        }
     }
-    if (entries == 0) return 0;
-    CUZK_RC(ex.alloc(t->tw_buf, entries, "NTT twist tables"));
-    Fr* next = t->tw_buf.ptr;
-    for (int i = 0; i < t->count; ++i) {
-        const Pass& p = t->passes[i];
-        if (p.s == 0 || p.s + p.K > twist_table_log<Exec>()) continue;
-        const uint64_t n = 1ull << (p.s + p.K);
-        CUZK_RC(ex.launch(n, RootsFn{next, w, m >> (p.s + p.K)}, "NTT twist table", 256));
-        t->tw[i] = next;
-        next += n;
-    }
+    t->roots.r = t->tab.roots;
     return 0;
 }
 
@@ -538,7 +600,7 @@ template <class Exec>
 int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
                 Fr* out = nullptr, uint64_t out_len = 0) {
     for (int i = t.count - 1; i >= 0; --i)
-        CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tw[i],
+        CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i],
                                 i == 0 ? scale : Scale{}, i == 0 ? out : nullptr, out_len));
     return 0;
 }
@@ -546,7 +608,7 @@ int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
 template <class Exec>
 int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
     for (int i = 0; i < t.count; ++i)
-        CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tw[i], Scale{}));
+        CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i], Scale{}));
     return 0;
 }
 
@@ -566,8 +628,10 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     PowTable pt[4];  // ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e
     CUZK_RC(upload_tables(ex, dtab, tables, 4, pt));
     Transform<Exec> fwd, inv;
-    CUZK_RC(make_transform(ex, m, pt[0], &fwd));
-    CUZK_RC(make_transform(ex, m, pt[1], &inv));
+    CUZK_RC(make_transform(ex, m, pt[0], tables.lo[0], tables.lo_len, tables.hi[0],
+                           tables.hi_len, &fwd));
+    CUZK_RC(make_transform(ex, m, pt[1], tables.lo[1], tables.lo_len, tables.hi[1],
+                           tables.hi_len, &inv));
     Fr* bufs[3] = {da.ptr, db.ptr, dc.ptr};
     const Fr* src[3] = {a, b, c};
     // Each input's upload overlaps the transforms of the one before it (kernels queue on
@@ -619,7 +683,9 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
     }
     // Either direction runs the DIF passes (natural order in), by ω or ω⁻¹.
     Transform<Exec> t;
-    CUZK_RC(make_transform(ex, m, pt[inverse ? 1 : 0], &t));
+    const int k = inverse ? 1 : 0;
+    CUZK_RC(make_transform(ex, m, pt[k], tables.lo[k], tables.lo_len, tables.hi[k],
+                           tables.hi_len, &t));
     CUZK_RC(ex.upload(dx.ptr, x, m));
     typename Exec::Timer timer;
     CUZK_RC(ex.start(timer));
