@@ -207,7 +207,7 @@ CUZK_HD void store_fr(Fr* p, const Fr& v) {
 // With a scale, each element leaves multiplied by scale^rev(index) or by a constant (the
 // scaling that follows an inverse transform, saved a pass over memory).
 //
-// The K stages run in groups of ≤ REG (t bits [b, b + RG)): each thread takes 2^RG
+// The K stages run in groups of ≤ REG_LOG (t bits [b, b + RG)): each thread takes 2^RG
 // elements differing in those bits into registers and runs the group's stages there.
 // The group at b = 0 has min(K, 3) stages and touches global memory (DIT: first, loads
 // and twists; DIF: last, twists, scales and stores); the remainder group sits at the top
@@ -534,7 +534,8 @@ struct TableCache {
     }
 };
 
-// w: ω's tables on the device; w_host: the same on the host (for the cache key).
+// w: ω's power tables on the device; w_lo_host, w_hi_host: the same on the host, whose
+// first entries (ω among them) key the kept tables.
 template <class Exec>
 int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t lo_len,
                    const Fr* w_hi_host, size_t hi_len, Transform<Exec>* t) {
