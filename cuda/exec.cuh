@@ -840,6 +840,19 @@ struct HostExec {
     }
 };
 
+// out = the exclusive prefix sum of in[0, n) (n ≥ 1), and *total = the sum of all n: the
+// last offset plus the last count (the size of what a scatter by these offsets writes).
+template <class Exec>
+int exclusive_sum_total(Exec& ex, const uint32_t* in, uint32_t* out, uint32_t n,
+                        uint64_t* total) {
+    CUZK_RC(ex.exclusive_sum(in, out, n));
+    uint32_t last[2];
+    CUZK_RC(ex.download(&last[0], out + n - 1, 1));
+    CUZK_RC(ex.download(&last[1], in + n - 1, 1));
+    *total = (uint64_t)last[0] + last[1];
+    return 0;
+}
+
 // Runs fn(executor) on the GPU, or on the host when `emulate`, as an extern "C" entry
 // does: a C++ exception (e.g. std::bad_alloc) becomes an error message prefixed `what`,
 // never an unwind into Rust.

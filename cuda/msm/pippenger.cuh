@@ -434,11 +434,9 @@ struct Pippenger {
         CUZK_RC(ex.alloc(segs, groups, "segments per group"));
         CUZK_RC(ex.alloc(seg_off, groups, "segment offsets"));
         CUZK_RC(ex.launch(groups, SegCountFn{cnt.ptr, segs.ptr, seg}, "segment count", 256));
-        CUZK_RC(ex.exclusive_sum(segs.ptr, seg_off.ptr, groups));
-        uint32_t last[2];
-        CUZK_RC(ex.download(&last[0], seg_off.ptr + groups - 1, 1));
-        CUZK_RC(ex.download(&last[1], segs.ptr + groups - 1, 1));
-        *total = last[0] + last[1];
+        uint64_t sum;
+        CUZK_RC(exclusive_sum_total(ex, segs.ptr, seg_off.ptr, groups, &sum));
+        *total = (uint32_t)sum;
         return 0;
     }
 
@@ -506,11 +504,9 @@ struct Pippenger {
                                   NewlyReadyFn{ready.ptr + o, b ? ready.ptr + o - groups : nullptr,
                                                from.ptr + o, count.ptr + o},
                                   "segments new per batch", 256));
-                CUZK_RC(ex.exclusive_sum(count.ptr + o, at.ptr + o, groups));
-                uint32_t last[2];
-                CUZK_RC(ex.download(&last[0], at.ptr + o + groups - 1, 1));
-                CUZK_RC(ex.download(&last[1], count.ptr + o + groups - 1, 1));
-                size[b] = last[0] + last[1];
+                uint64_t sum;
+                CUZK_RC(exclusive_sum_total(ex, count.ptr + o, at.ptr + o, groups, &sum));
+                size[b] = (uint32_t)sum;
             }
             for (uint32_t b = 0; b < batches; ++b) {
                 if (!size[b]) continue;
@@ -542,15 +538,11 @@ struct Pippenger {
         CUZK_RC(ex.alloc(tail_pos, n, "tail positions"));
         CUZK_RC(ex.launch(n, ClassifyFn{scalars.ptr, is_one.ptr, is_tail.ptr}, "classify scalars",
                           256));
-        CUZK_RC(ex.exclusive_sum(is_one.ptr, one_pos.ptr, (uint32_t)n));
-        CUZK_RC(ex.exclusive_sum(is_tail.ptr, tail_pos.ptr, (uint32_t)n));
-        uint32_t last[4];
-        CUZK_RC(ex.download(&last[0], one_pos.ptr + n - 1, 1));
-        CUZK_RC(ex.download(&last[1], is_one.ptr + n - 1, 1));
-        CUZK_RC(ex.download(&last[2], tail_pos.ptr + n - 1, 1));
-        CUZK_RC(ex.download(&last[3], is_tail.ptr + n - 1, 1));
-        *n_ones = (size_t)last[0] + last[1];
-        *n_tail = (size_t)last[2] + last[3];
+        uint64_t ones_n, tail_n;
+        CUZK_RC(exclusive_sum_total(ex, is_one.ptr, one_pos.ptr, (uint32_t)n, &ones_n));
+        CUZK_RC(exclusive_sum_total(ex, is_tail.ptr, tail_pos.ptr, (uint32_t)n, &tail_n));
+        *n_ones = (size_t)ones_n;
+        *n_tail = (size_t)tail_n;
 
         Buf<FrMont> tail_scalars;
         CUZK_RC(ex.alloc(ones, *n_ones ? *n_ones : 1, "indices of ones"));

@@ -48,13 +48,11 @@ int select(Exec& ex, Buf& out, const FrMont* in, size_t n, const uint64_t* words
     CUZK_RC(ex.alloc(flag, n, "density flags"));
     CUZK_RC(ex.alloc(pos, n, "selected positions"));
     CUZK_RC(ex.launch(n, DensityFlagFn{words.ptr, flag.ptr}, "density flags", 256));
-    CUZK_RC(ex.exclusive_sum(flag.ptr, pos.ptr, (uint32_t)n));
-    uint32_t last[2];
-    CUZK_RC(ex.download(&last[0], pos.ptr + n - 1, 1));
-    CUZK_RC(ex.download(&last[1], flag.ptr + n - 1, 1));
-    if ((size_t)last[0] + last[1] != total) {
+    uint64_t selected;
+    CUZK_RC(exclusive_sum_total(ex, flag.ptr, pos.ptr, (uint32_t)n, &selected));
+    if (selected != total) {
         snprintf(ex.err, ex.errlen, "density selects %zu scalars, the caller expects %zu",
-                 (size_t)last[0] + last[1], total);
+                 (size_t)selected, total);
         return -1;
     }
     CUZK_RC(ex.alloc(out, total, "selected scalars"));

@@ -478,6 +478,10 @@ template <class Exec>
 constexpr unsigned twist_table_log() {
     return std::is_same<Exec, cuzk::HostExec>::value ? 10 : 25;
 }
+template <class Exec>
+constexpr bool tabled(const Pass& p) {
+    return p.s > 0 && p.s + p.K <= twist_table_log<Exec>();
+}
 
 // A transform of m = 2^log_m by ω = w: its passes, their roots of unity (2^(R−1) of them,
 // R the largest pass: every pass's K ≤ R ≤ log_m) and twist tables. The tables depend on
@@ -506,7 +510,7 @@ int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& 
     size_t entries = 1ull << (R - 1);
     for (int i = 0; i < t->count; ++i) {
         const Pass& p = t->passes[i];
-        if (p.s > 0 && p.s + p.K <= twist_table_log<Exec>()) entries += 1ull << (p.s + p.K);
+        if (tabled<Exec>(p)) entries += 1ull << (p.s + p.K);
     }
     CUZK_RC(ex.alloc(buf, entries, "NTT roots and twist tables"));
     CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{buf.ptr, t->w, t->m >> R}, "NTT roots", 256));
@@ -515,7 +519,7 @@ int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& 
     for (int i = 0; i < t->count; ++i) {
         const Pass& p = t->passes[i];
         t->tab.tw[i] = nullptr;
-        if (p.s == 0 || p.s + p.K > twist_table_log<Exec>()) continue;
+        if (!tabled<Exec>(p)) continue;
         const uint64_t n = 1ull << (p.s + p.K);
         CUZK_RC(ex.launch(n, RootsFn{next, t->w, t->m >> (p.s + p.K)}, "NTT twist table", 256));
         t->tab.tw[i] = next;
