@@ -114,57 +114,36 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
     Ok(())
 }
 
-/// `--device`: cuda needs a CUDA build and a GPU (and says which is missing); auto takes
-/// the GPU when both are there, else the CPU.
+/// `--device`: cuda needs a CUDA build and a GPU (and says which is missing, before
+/// anything else is done); auto takes the GPU when both are there, else the CPU, and
+/// settles that on a helper thread: the driver's initialisation (≈ 0.1 s) then overlaps
+/// the inputs and synthesis.
 fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
-    let cuda = || -> Box<dyn Backend> {
-        prove::cuda::set_pin_transfers(cfg.pin);
-        Box::new(Cuda {
-            msm: prove::cuda::Msm {
-                window: cfg.msm_window,
-                split: cfg.split_msm,
-            },
-            b_g2: cfg.b_g2,
-            srs_decode: cfg.srs_decode,
-            gpu: cfg.gpu,
-            pin: cfg.pin,
-            resident: Default::default(),
-        })
+    prove::cuda::set_pin_transfers(cfg.pin);
+    let msm = || prove::cuda::Msm {
+        window: cfg.msm_window,
+        split: cfg.split_msm,
     };
     Ok(match cfg.device {
         Device::Cpu => Box::new(Cpu),
+        Device::Cuda if !prove::cuda::built() => {
+            bail!("--device cuda: {}", prove::cuda::NO_CUDA_BUILD)
+        }
         Device::Cuda => {
-            if !prove::cuda::built() {
-                bail!("--device cuda: {}", prove::cuda::NO_CUDA_BUILD);
-            }
-            match prove::cuda::device_count() {
-                Ok(0) => bail!("--device cuda: no CUDA device found (use --device cpu)"),
-                Ok(n) if cfg.gpu >= n => bail!(
-                    "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
-                    cfg.gpu,
-                    if n == 1 { "" } else { "s" }
-                ),
-                Ok(_) => cuda(),
-                Err(e) => bail!("--device cuda: {e:#}"),
-            }
+            let b = Cuda::new(msm(), cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, false);
+            b.gpu()?;
+            Box::new(b)
         }
-        Device::Auto => {
-            let n = if prove::cuda::built() {
-                prove::cuda::device_count().unwrap_or(0)
-            } else {
-                0
-            };
-            ensure!(
-                n == 0 || cfg.gpu < n,
-                "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
-                cfg.gpu,
-                if n == 1 { "" } else { "s" }
-            );
-            match n > 0 {
-                true => cuda(),
-                false => Box::new(Cpu),
+        Device::Auto if prove::cuda::built() => {
+            let b = Cuda::new(msm(), cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, true);
+            // Only a --gpu other than 0 can be out of range (no GPU at all means the CPU):
+            // that is checked first too.
+            if cfg.gpu > 0 {
+                b.gpu()?;
             }
+            Box::new(b)
         }
+        Device::Auto => Box::new(Cpu),
     })
 }
 
@@ -176,8 +155,8 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     if let Some(json) = &cfg.json {
         output::check_path(json)?;
     }
-    // With CUDA this initialises the driver to count the GPUs (the context itself is
-    // created during synthesis, by the backend's prefetch).
+    // With CUDA this starts the GPU probe (and waits for it under --device cuda); the
+    // context is created during synthesis, by the backend's prefetch.
     let backend = t.time("choose backend", || choose_backend(cfg))?;
 
     let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
@@ -207,10 +186,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
                 "sector_size_name": sector_size_name(c1.sector_size()),
                 "sector_num": c1.sector_num },
         "partitions": partitions,
-        "backend": backend.name(),
         "flags": cfg,
     });
-    let done = |t: Timings, report| {
+    // The backend's name waits for the GPU probe: asked for once the run is over.
+    let done = |t: Timings, mut report: serde_json::Value| {
+        report["backend"] = json!(backend.name());
         Ok(Outcome {
             proof: Vec::new(),
             timings: t,
@@ -359,6 +339,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         t.time("verify", || verify::verify(&srs.vk, &proofs, &inputs))?;
     }
     report["verified"] = json!(cfg.verify);
+    report["backend"] = json!(backend.name());
     let just: Vec<Proof<Bls12>> = proofs.into_iter().map(|(_, p)| p).collect();
     let bytes = output::encode(&just)?;
     if let Some(out) = &cfg.output {

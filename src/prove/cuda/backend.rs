@@ -18,11 +18,11 @@
 //! for all sections plus the MSMs' scratch, they go product by product instead, each
 //! section uploaded and decoded just before its MSMs and freed after them.
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
@@ -67,6 +67,78 @@ pub struct Cuda {
     pub pin: bool,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
+    /// Whether there is a usable GPU, settled by a probe that runs on a helper thread
+    /// from the backend's creation (see [`Cuda::new`]).
+    probe: Arc<Probe>,
+}
+
+/// The GPU probe: how many CUDA devices the driver reports, found on a helper thread so
+/// that initialising the driver (≈ 0.1 s on the H200 host) overlaps reading the inputs and
+/// synthesis instead of preceding them; and what `--device` makes of the answer.
+pub struct Probe {
+    count: Arc<OnceLock<std::result::Result<usize, String>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// `--device auto`: without a GPU (or driver) the CPU backend proves instead.
+    fallback: bool,
+    gpu: usize,
+}
+
+fn probe_count(
+    c: &OnceLock<std::result::Result<usize, String>>,
+) -> &std::result::Result<usize, String> {
+    c.get_or_init(|| super::device_count().map_err(|e| format!("{e:#}")))
+}
+
+impl Probe {
+    fn start(fallback: bool, gpu: usize) -> Arc<Self> {
+        let count = Arc::new(OnceLock::new());
+        let c = count.clone();
+        // If the thread cannot start, the first `gpu()` call probes instead.
+        let thread = std::thread::Builder::new()
+            .name("gpu-probe".into())
+            .spawn(move || {
+                probe_count(&c);
+            })
+            .ok();
+        Arc::new(Probe {
+            count,
+            thread: Mutex::new(thread),
+            fallback,
+            gpu,
+        })
+    }
+
+    /// Whether the CUDA backend proves (waiting for the probe if it is still at it): true
+    /// with a usable GPU; false with none under `--device auto`; an error naming what is
+    /// missing under `--device cuda`, or for a `--gpu` index the machine does not have.
+    pub fn gpu(&self) -> Result<bool> {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        match (probe_count(&self.count), self.fallback) {
+            (Ok(0), true) | (Err(_), true) => Ok(false),
+            (Ok(0), false) => bail!("--device cuda: no CUDA device found (use --device cpu)"),
+            (Err(e), false) => bail!("--device cuda: {e}"),
+            (&Ok(n), _) if self.gpu >= n => bail!(
+                "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
+                self.gpu,
+                plural(n)
+            ),
+            (Ok(_), _) => Ok(true),
+        }
+    }
+}
+
+/// The probe thread may be inside the driver: wait for it before the process exits.
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if let Some(h) = self
+            .thread
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = h.join();
+        }
+    }
 }
 
 /// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`).
@@ -127,12 +199,20 @@ impl Resident {
         Ok(r)
     }
 
-    /// Runs on the prefetch thread, during synthesis: the CUDA context first (0.10–0.12 s
-    /// on the H200, which a single-shot prover would otherwise pay after synthesis), then
-    /// the sections if they fit beside the MSMs' scratch.
-    fn prefetch(srs: &Srs, gpu: usize, pin: bool, g2: bool) -> Result<Prefetched> {
+    /// Runs on the prefetch thread, during synthesis: the probe's answer and the CUDA
+    /// context first (0.10–0.12 s each on the H200, which a single-shot prover would
+    /// otherwise pay before or after synthesis), then the sections if they fit beside the
+    /// MSMs' scratch. Nothing without a GPU (`--device auto` then proves on the CPU).
+    fn prefetch(srs: &Srs, probe: &Probe, pin: bool, g2: bool) -> Result<Prefetched> {
         let t0 = Instant::now();
-        super::set_device(gpu)?;
+        if !probe.gpu()? {
+            return Ok(Prefetched {
+                resident: None,
+                context: t0.elapsed(),
+                upload: Duration::ZERO,
+            });
+        }
+        super::set_device(probe.gpu)?;
         let (free, _) = super::mem_info()?;
         let context = t0.elapsed();
         let mut bytes: usize = [&srs.h, &srs.l, &srs.a, &srs.b_g1]
@@ -268,6 +348,32 @@ fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
 }
 
 impl Cuda {
+    /// The backend for `--device cuda`, or `--device auto` (`fallback`: the CPU proves
+    /// when there is no GPU). The GPU probe starts here, on a helper thread.
+    pub fn new(
+        msm: Msm,
+        b_g2: BG2,
+        srs_decode: SrsDecode,
+        gpu: usize,
+        pin: bool,
+        fallback: bool,
+    ) -> Self {
+        Cuda {
+            msm,
+            b_g2,
+            srs_decode,
+            gpu,
+            pin,
+            resident: Default::default(),
+            probe: Probe::start(fallback, gpu),
+        }
+    }
+
+    /// Whether this backend proves on the GPU, waiting for the probe (see [`Probe::gpu`]).
+    pub fn gpu(&self) -> Result<bool> {
+        self.probe.gpu()
+    }
+
     /// The resident SRS, waiting for its loading thread if needed; None when sections are
     /// loaded per MSM.
     fn resident(&self, t: &mut Timings) -> Result<Option<Arc<Resident>>> {
@@ -278,7 +384,10 @@ impl Cuda {
             };
             let joined = t.time("wait for the GPU prefetch", || handle.join());
             let done = joined.map_err(|_| anyhow::anyhow!("the SRS upload thread panicked"))??;
-            t.add("  CUDA context (during synthesis)", done.context);
+            t.add(
+                "  GPU probe + CUDA context (during synthesis)",
+                done.context,
+            );
             *state = match done.resident {
                 Some(r) => {
                     t.add(
@@ -338,8 +447,12 @@ impl Drop for Cuda {
 }
 
 impl Backend for Cuda {
+    /// "cpu" when `--device auto` found no GPU (waits for the probe).
     fn name(&self) -> &'static str {
-        "cuda"
+        match self.probe.gpu() {
+            Ok(false) => "cpu",
+            _ => "cuda",
+        }
     }
 
     /// Starts uploading and decoding every section the GPU MSMs read, if the device has
@@ -348,10 +461,15 @@ impl Backend for Cuda {
         if self.srs_decode != SrsDecode::Gpu {
             return Ok(());
         }
-        let (srs, gpu, pin, g2) = (srs.clone(), self.gpu, self.pin, self.b_g2 == BG2::Gpu);
+        let (srs, probe, pin, g2) = (
+            srs.clone(),
+            self.probe.clone(),
+            self.pin,
+            self.b_g2 == BG2::Gpu,
+        );
         let handle = std::thread::Builder::new()
             .name("srs-upload".into())
-            .spawn(move || Resident::prefetch(&srs, gpu, pin, g2))?;
+            .spawn(move || Resident::prefetch(&srs, &probe, pin, g2))?;
         *self.resident.lock().unwrap_or_else(|e| e.into_inner()) = Prefetch::Loading(handle);
         Ok(())
     }
@@ -362,6 +480,9 @@ impl Backend for Cuda {
         parts: &mut [ProvingAssignment],
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
+        if !self.probe.gpu()? {
+            return cpu::Cpu.products(srs, parts, t);
+        }
         super::set_device(self.gpu)?;
         // The evaluations leave the assignments first, so the rest can be shared with the
         // helper threads.
