@@ -119,31 +119,27 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
 /// settles that on a helper thread: the driver's initialisation (≈ 0.1 s) then overlaps
 /// the inputs and synthesis.
 fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
-    prove::cuda::set_pin_transfers(cfg.pin);
-    let msm = || prove::cuda::Msm {
-        window: cfg.msm_window,
-        split: cfg.split_msm,
-    };
     Ok(match cfg.device {
         Device::Cpu => Box::new(Cpu),
         Device::Cuda if !prove::cuda::built() => {
             bail!("--device cuda: {}", prove::cuda::NO_CUDA_BUILD)
         }
-        Device::Cuda => {
-            let b = Cuda::new(msm(), cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, false);
-            b.gpu()?;
-            Box::new(b)
-        }
-        Device::Auto if prove::cuda::built() => {
-            let b = Cuda::new(msm(), cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, true);
-            // Only a --gpu other than 0 can be out of range (no GPU at all means the CPU):
-            // that is checked first too.
-            if cfg.gpu > 0 {
+        Device::Auto if !prove::cuda::built() => Box::new(Cpu),
+        Device::Cuda | Device::Auto => {
+            prove::cuda::set_pin_transfers(cfg.pin);
+            let msm = prove::cuda::Msm {
+                window: cfg.msm_window,
+                split: cfg.split_msm,
+            };
+            let auto = cfg.device == Device::Auto;
+            let b = Cuda::new(msm, cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, auto);
+            // Waited for under --device cuda, and for a --gpu other than 0: the only
+            // index that can be out of range under auto (no GPU at all means the CPU).
+            if !auto || cfg.gpu > 0 {
                 b.gpu()?;
             }
             Box::new(b)
         }
-        Device::Auto => Box::new(Cpu),
     })
 }
 
