@@ -75,9 +75,9 @@ pub struct Cuda {
 /// The GPU probe: how many CUDA devices the driver reports, found on a helper thread so
 /// that initialising the driver (≈ 0.1 s on the H200 host) overlaps reading the inputs and
 /// synthesis instead of preceding them; and what `--device` makes of the answer.
-pub struct Probe {
+struct Probe {
     count: Arc<OnceLock<std::result::Result<usize, String>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Option<JoinHandle<()>>,
     /// `--device auto`: without a GPU (or driver) the CPU backend proves instead.
     fallback: bool,
     gpu: usize,
@@ -102,7 +102,7 @@ impl Probe {
             .ok();
         Arc::new(Probe {
             count,
-            thread: Mutex::new(thread),
+            thread,
             fallback,
             gpu,
         })
@@ -111,7 +111,7 @@ impl Probe {
     /// Whether the CUDA backend proves (waiting for the probe if it is still at it): true
     /// with a usable GPU; false with none under `--device auto`; an error naming what is
     /// missing under `--device cuda`, or for a `--gpu` index the machine does not have.
-    pub fn gpu(&self) -> Result<bool> {
+    fn gpu(&self) -> Result<bool> {
         let plural = |n: usize| if n == 1 { "" } else { "s" };
         match (probe_count(&self.count), self.fallback) {
             (Ok(0), true) | (Err(_), true) => Ok(false),
@@ -130,12 +130,7 @@ impl Probe {
 /// The probe thread may be inside the driver: wait for it before the process exits.
 impl Drop for Probe {
     fn drop(&mut self) {
-        if let Some(h) = self
-            .thread
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
+        if let Some(h) = self.thread.take() {
             let _ = h.join();
         }
     }
