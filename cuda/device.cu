@@ -41,3 +41,22 @@ extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t 
 // Whether large host<->device copies of the MSM and NTT page-lock their host buffers
 // (exec.cuh, HostPin): the --pin switch.
 extern "C" void cuzk_set_pin_transfers(int on) { cuzk::pin_transfers() = on != 0; }
+
+// Page-locks [ptr, ptr + bytes) for the caller (mapped for the device: on 64-bit systems
+// registered memory always is; exec.cuh's gather reads it directly) until
+// cuzk_host_unregister(ptr).
+extern "C" int cuzk_host_register(const void* ptr, size_t bytes, char* err, size_t errlen) {
+    cudaError_t e = cudaHostRegister(const_cast<void*>(ptr), bytes,
+                                     cudaHostRegisterPortable | cudaHostRegisterMapped);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(err, errlen, "cudaHostRegister(%zu bytes) failed: %s", bytes,
+                 cudaGetErrorString(e));
+        return (int)e;
+    }
+    return 0;
+}
+
+extern "C" void cuzk_host_unregister(const void* ptr) {
+    if (cudaHostUnregister(const_cast<void*>(ptr)) != cudaSuccess) cudaGetLastError();
+}

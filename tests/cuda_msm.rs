@@ -173,7 +173,9 @@ fn fp_fp2_match_blst() {
 
 /// One of the two groups, with its MSM entry points.
 trait TestGroup: Curve<AffineRepr = Self::Aff> + Group<Scalar = Fr> + Debug + Send + Sync {
-    type Aff: PrimeCurveAffine<Curve = Self> + UncompressedEncoding + Copy + Default + Send + Sync;
+    type Aff: PrimeCurveAffine<Curve = Self>
+        + UncompressedEncoding
+        + cuda::GpuAffine<Projective = Self>;
     const NAME: &'static str;
     fn gpu(p: &[Self::Aff], s: &[Fr], cfg: Msm) -> anyhow::Result<Self>;
     fn emulated(p: &[Self::Aff], s: &[Fr], cfg: Msm) -> anyhow::Result<Self>;
@@ -263,6 +265,34 @@ fn split_cases<G: TestGroup>(ns: &[usize], windows: &[usize], emulate: bool) {
         for (zeros, ones) in [(60, 35), (50, 50), (0, 100), (0, 90), (90, 0), (100, 0)] {
             let s = bench::witness_scalars(n, zeros, ones, 400 + n as u64 + zeros as u64);
             check::<G>(&p, &s, windows, emulate, &format!("{zeros}% 0, {ones}% 1"));
+        }
+    }
+}
+
+/// Split MSMs over points the device can read in host memory (page-locked; emulated: any)
+/// copy only the points of nonzero scalars, unless more than 90 % are needed; without the
+/// split, or when they are, all of them. Results equal blstrs either way.
+fn gather_cases<G: TestGroup>(ns: &[usize], emulate: bool) {
+    for &n in ns {
+        let p = points::<G>(n, 500 + n as u64);
+        let locked = (!emulate).then(|| cuda::PageLocked::new(&p).expect("page-lock the points"));
+        for (zeros, ones) in [(60, 35), (90, 5), (30, 0), (5, 90), (100, 0)] {
+            let s = bench::witness_scalars(n, zeros, ones, 600 + n as u64 + zeros as u64);
+            let want = G::reference(&p, &s);
+            let nonzero = s.iter().filter(|x| !bool::from(x.is_zero())).count() as u64;
+            for split in [false, true] {
+                let cfg = Msm { window: 0, split };
+                let what = format!("gather n={n} {zeros}% 0, {ones}% 1, {cfg:?}");
+                let (got, report) = match &locked {
+                    Some(l) => cuda::msm_points(cuda::Points::Host(l.get()), &s, cfg),
+                    None => cuda::msm_points_emulated(&p, &s, cfg),
+                }
+                .unwrap_or_else(|e| panic!("{} {what}: {e:#}", G::NAME));
+                assert_same(got, want, &what);
+                let gathered = split && nonzero * 10 <= n as u64 * 9;
+                let expect = if gathered { nonzero } else { n as u64 };
+                assert_eq!(report.copied, expect, "{} {what}: points copied", G::NAME);
+            }
         }
     }
 }
@@ -359,6 +389,8 @@ fn msm_matches_blstrs_emulated() {
     edge_cases::<G2Projective>(&[0, 7], true);
     split_cases::<G1Projective>(&[1, 100, 5000], &[0, 6], true);
     split_cases::<G2Projective>(&[1, 1000], &[0], true);
+    gather_cases::<G1Projective>(&[1, 33, 5000], true);
+    gather_cases::<G2Projective>(&[1000], true);
 }
 
 #[test]
@@ -407,6 +439,8 @@ fn msm_edge_cases_match_blstrs() {
     edge_cases::<G2Projective>(&[0, 2, 9, 16], false);
     split_cases::<G1Projective>(&[1, 100, 5000, 1 << 20], &[0, 12], false);
     split_cases::<G2Projective>(&[1, 1000, 65537], &[0, 9], false);
+    gather_cases::<G1Projective>(&[1, 33, 5000, (1 << 20) + 5], false);
+    gather_cases::<G2Projective>(&[1000, 65537], false);
 }
 
 /// Small, for compute-sanitizer: every kernel of G1 and G2 once.
@@ -421,6 +455,8 @@ fn msm_small() {
     }
     sizes::<G1Projective>(&[100], &[0, 5], false);
     sizes::<G2Projective>(&[37], &[4], false);
+    gather_cases::<G1Projective>(&[5000], false);
+    gather_cases::<G2Projective>(&[300], false);
     let p = points::<G1Projective>(64, 3);
     check::<G1Projective>(&p, &[Fr::ONE; 64], &[3], false, "heavy bucket");
     let auto = Msm::default();

@@ -56,7 +56,8 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 // host array `scalars`: blst_fr[n] (Montgomery);
 // window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
 // to one by batch addition and drops zeros before the buckets; split_counts (nullable)
-// receives [ones, bucketed], ms (nullable) the compute milliseconds [split, buckets].
+// receives [ones, bucketed, points copied from the host], ms (nullable) the compute
+// milliseconds [split, buckets].
 // Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window
 // size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on
 // the host (tests without a GPU). Returns 0, or non-zero with err set.

@@ -33,7 +33,8 @@
 // of the ones are summed by batch addition (step 4's segmented reduction over one group,
 // after the tail's buckets, when every point has arrived).
 // The ones' sum joins window 0 (weight 2^0). Without the split a 0/1 scalar still costs
-// a sort entry in every window.
+// a sort entry in every window. Points in page-locked host memory are then read by the
+// device only where the scalar is not zero (Pippenger::run, gather_async).
 #pragma once
 #include <cstdint>
 
@@ -421,10 +422,13 @@ struct Pippenger {
     Exec& ex;
     char* err;
     size_t errlen;
+    // The split's flags (scalar i is one / neither zero nor one), kept while a gather of
+    // the points (below) reads them.
+    Buf<uint32_t> is_one, is_tail;
     // The points, when they come from the host, and their upload: it overlaps the
     // scalars' split, recoding and sort, and the first kernel that reads points waits for
     // it. Members in this order so that, on any exit, the copy is waited for before its
-    // destination is freed.
+    // destination and the flags are freed.
     Buf<Affine<F>> uploaded;
     typename Exec::Pending points_upload;
 
@@ -529,9 +533,10 @@ struct Pippenger {
     // Split: the point indices of the ones into `ones` (*n_ones of them, summed later by
     // sum_ones), the tail's scalars into `scalars` (swapped) and their point indices into
     // tail_idx.
+    // The flags stay in is_one and is_tail.
     int split_scalars(Buf<FrMont>& scalars, size_t n, Buf<uint32_t>& ones, size_t* n_ones,
                       Buf<uint32_t>& tail_idx, size_t* n_tail) {
-        Buf<uint32_t> is_one, is_tail, one_pos, tail_pos;
+        Buf<uint32_t> one_pos, tail_pos;
         CUZK_RC(ex.alloc(is_one, n, "one flags"));
         CUZK_RC(ex.alloc(is_tail, n, "tail flags"));
         CUZK_RC(ex.alloc(one_pos, n, "one positions"));
@@ -599,11 +604,19 @@ struct Pippenger {
         else
             CUZK_RC(ex.upload(scalars.ptr, scalars_h, n));
         CUZK_RC(ex.mark("scalars on the device"));
+        // Split scalars and page-locked host points: only the points of nonzero scalars
+        // need to cross the bus. Once the split has flagged them, the device reads those
+        // straight from host memory (gather_async), unless nearly all are needed (a
+        // gather of all of them is ~8 % slower than one copy). Otherwise the whole array
+        // is copied, starting now.
         const Affine<F>* points = resident;
+        const Affine<F>* mapped =
+            !resident && split ? (const Affine<F>*)ex.mapped(points_h) : nullptr;
         if (!points) {
             CUZK_RC(ex.alloc(uploaded, n, "points"));
-            CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload,
-                                    upload_batches(n)));
+            if (!mapped)
+                CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload,
+                                        upload_batches(n)));
             points = uploaded.ptr;
         }
 
@@ -613,12 +626,25 @@ struct Pippenger {
         typename Exec::Timer t_split, t_buckets, t_ones;
         CUZK_RC(ex.start(t_split));
         if (split) CUZK_RC(split_scalars(scalars, n, ones, &n_ones, tail_idx, &m));
+        size_t copied = resident ? 0 : n;
+        if (mapped && (n_ones + m) * 10 <= n * 9) {
+            copied = n_ones + m;
+            CUZK_RC(ex.gather_async(uploaded.ptr, mapped, is_one.ptr, is_tail.ptr, n,
+                                    points_upload, upload_batches(n)));
+        } else {
+            if (mapped)
+                CUZK_RC(ex.upload_async(uploaded.ptr, points_h, n, points_upload,
+                                        upload_batches(n)));
+            is_one.reset();
+            is_tail.reset();
+        }
         CUZK_RC(ex.stop(t_split));
         CUZK_RC(ex.mark("split"));
         CUZK_RC(ex.start(t_buckets));
         if (split_counts) {
             split_counts[0] = n_ones;
             split_counts[1] = m;
+            split_counts[2] = copied;
         }
 
         const unsigned c = window ? window : auto_window(m ? m : n);
@@ -753,9 +779,11 @@ struct Pippenger {
 // (Jacobian, blst layout) to out[0..*windows_out); the result is Σ_k 2^(c·k)·out[k] with
 // c = *c_out. n = 0 writes no windows. split ≠ 0 takes the scalars 0 and 1 out of the
 // buckets (see the top of this file); split_counts, when not null, receives the number of
-// ones and of scalars that went through the buckets (with split off: 0 and n). The points
-// are `resident` (executor memory) when that is not null, else the host array `points`;
-// the scalars likewise `resident_scalars`, else the host array `scalars`.
+// ones, of scalars that went through the buckets (with split off: 0 and n) and of points
+// that crossed from host memory (0 for resident points, n for a copy, the ones' and the
+// tail's for a gather). The points are `resident` (executor memory) when that is not
+// null, else the host array `points`; the scalars likewise `resident_scalars`, else the
+// host array `scalars`.
 // ms, when not null, receives the device time in milliseconds (CUDA events) of the split
 // (classifying the scalars and batch-adding the ones) and of the rest (buckets, windows),
 // the scalars' upload excluded; points uploaded from the host overlap both, and what is
@@ -769,7 +797,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
     size_t errlen = ex.errlen;
     *c_out = 0;
     *windows_out = 0;
-    if (split_counts) split_counts[0] = split_counts[1] = 0;
+    if (split_counts) split_counts[0] = split_counts[1] = split_counts[2] = 0;
     if (ms) ms[0] = ms[1] = 0;
     if (window < 0 || window > (int)MAX_C) {
         snprintf(err, errlen, "MSM window size %d out of range (0 = automatic, 1..=%u)", window,
@@ -777,7 +805,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
         return -1;
     }
     if (n == 0) return 0;
-    Pippenger<F, Exec> p{ex, err, errlen, {}, {}};
+    Pippenger<F, Exec> p{ex, err, errlen, {}, {}, {}, {}};
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points,
                   (const FrMont*)resident_scalars, (const FrMont*)scalars, n, (unsigned)window,

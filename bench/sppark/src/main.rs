@@ -77,6 +77,10 @@ struct Args {
     /// --ntt-min-log skips the NTT rows.
     #[arg(long, default_value_t = 24)]
     ntt_max_log: u32,
+    /// cuzk's Pippenger window in bits for every MSM (as cuzk-prove's --msm-window), 0 to
+    /// choose it from the size.
+    #[arg(long, default_value_t = 0)]
+    cuzk_window: usize,
     /// Also write the rows as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -120,6 +124,8 @@ struct Report {
     sppark_version: &'static str,
     pinned: bool,
     runs: usize,
+    /// cuzk's window bits (0: chosen from the size).
+    cuzk_window: usize,
     zeros_pct: u32,
     ones_pct: u32,
     rows: Vec<Row>,
@@ -151,7 +157,7 @@ trait Side: Sized + Copy + Send + Sync + 'static {
     type Proj: Group + Copy + PartialEq + std::fmt::Debug;
     const NAME: &'static str;
     fn generate(n: usize) -> Vec<Self>;
-    fn cuzk(p: &[Self], s: &[Scalar], split: bool) -> Result<Self::Proj>;
+    fn cuzk(p: &[Self], s: &[Scalar], opt: Msm) -> Result<Self::Proj>;
     fn sppark(p: &[Self], s: &[Canonical]) -> Result<Self::Proj>;
     fn blstrs(p: &[Self], s: &[Scalar]) -> Self::Proj;
 }
@@ -162,8 +168,8 @@ impl Side for G1Affine {
     fn generate(n: usize) -> Vec<Self> {
         bench::points::<G1Projective>(n, SEED_POINTS_G1)
     }
-    fn cuzk(p: &[Self], s: &[Scalar], split: bool) -> Result<G1Projective> {
-        cuda::msm_g1(p, s, Msm { window: 0, split })
+    fn cuzk(p: &[Self], s: &[Scalar], opt: Msm) -> Result<G1Projective> {
+        cuda::msm_g1(p, s, opt)
     }
     fn sppark(p: &[Self], s: &[Canonical]) -> Result<G1Projective> {
         sppark::msm_g1(p, s)
@@ -180,8 +186,8 @@ impl Side for G2Affine {
     fn generate(n: usize) -> Vec<Self> {
         bench::points::<G2Projective>(n, SEED_POINTS_G2)
     }
-    fn cuzk(p: &[Self], s: &[Scalar], split: bool) -> Result<G2Projective> {
-        cuda::msm_g2(p, s, Msm { window: 0, split })
+    fn cuzk(p: &[Self], s: &[Scalar], opt: Msm) -> Result<G2Projective> {
+        cuda::msm_g2(p, s, opt)
     }
     fn sppark(p: &[Self], s: &[Canonical]) -> Result<G2Projective> {
         sppark::msm_g2(p, s)
@@ -218,10 +224,14 @@ fn run(a: &Args) -> Result<()> {
     let device = sppark::device_name()?;
     let sppark_version = env!("SPPARK_VERSION");
     println!(
-        "device: {device}; sppark {sppark_version}; {} host memory; {} runs, median; \
-         ratio = sppark / cuzk (>1: cuzk faster)",
+        "device: {device}; sppark {sppark_version}; {} host memory; {} runs, median; cuzk \
+         window {}; ratio = sppark / cuzk (>1: cuzk faster)",
         if a.pin { "pinned" } else { "pageable" },
-        a.runs
+        a.runs,
+        match a.cuzk_window {
+            0 => "auto".to_string(),
+            c => format!("{c} bits"),
+        }
     );
 
     let mut rows = Vec::new();
@@ -241,6 +251,7 @@ fn run(a: &Args) -> Result<()> {
             device,
             sppark_version,
             pinned: a.pin,
+            cuzk_window: a.cuzk_window,
             runs: a.runs,
             zeros_pct: a.zeros,
             ones_pct: a.ones,
@@ -300,7 +311,11 @@ fn bench_group<P: Side>(a: &Args, max_log: u32, rows: &mut Vec<Row>) -> Result<(
                 true,
             ),
         ] {
-            let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, split))?;
+            let cfg = Msm {
+                window: a.cuzk_window,
+                split,
+            };
+            let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, cfg))?;
             let (sppark_ms, sppark_sum) = time(a.runs, || P::sppark(p, c))?;
             ensure!(
                 cuzk_sum == sppark_sum,
@@ -340,9 +355,13 @@ fn verify<P: Side>(inp: &Inputs<P>, n: usize) -> Result<()> {
         ("witness", &inp.witness[..n], &inp.witness_c[..n]),
     ] {
         let want = P::blstrs(p, s);
+        let split = Msm {
+            split: true,
+            ..Msm::default()
+        };
         let got = [
-            ("cuzk", P::cuzk(p, s, false)?),
-            ("cuzk (split)", P::cuzk(p, s, true)?),
+            ("cuzk", P::cuzk(p, s, Msm::default())?),
+            ("cuzk (split)", P::cuzk(p, s, split)?),
             ("sppark", P::sppark(p, c)?),
         ];
         let bad: Vec<&str> = got.iter().filter(|g| g.1 != want).map(|g| g.0).collect();

@@ -10,8 +10,9 @@ pub mod field;
 mod msm;
 pub mod ntt;
 pub use msm::{
-    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_resident, msm_with,
-    DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
+    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_points_emulated,
+    msm_resident, msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points,
+    Scalars,
 };
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
@@ -24,6 +25,13 @@ mod ffi {
         pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_set_pin_transfers(on: c_int);
+        pub fn cuzk_host_register(
+            ptr: *const std::os::raw::c_void,
+            bytes: usize,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_host_unregister(ptr: *const std::os::raw::c_void);
         pub fn cuzk_mem_info(
             free: *mut usize,
             total: *mut usize,
@@ -97,6 +105,51 @@ pub fn set_pin_transfers(on: bool) {
     }
     #[cfg(not(cuzk_cuda))]
     let _ = on;
+}
+
+/// Host memory page-locked (registered with the driver) while this lives. Copies from it
+/// run at the bus's speed without staging, and a split MSM ([`Msm::split`]) over points
+/// in it has the device read only the points of nonzero scalars, straight from host
+/// memory, instead of copying them all. For callers that keep points in host memory
+/// across MSMs; registering costs about 40 ms a GB, so lock once and reuse.
+pub struct PageLocked<'a, T> {
+    data: &'a [T],
+}
+
+impl<'a, T> PageLocked<'a, T> {
+    pub fn new(data: &'a [T]) -> Result<Self> {
+        #[cfg(cuzk_cuda)]
+        {
+            if !data.is_empty() {
+                let bytes = std::mem::size_of_val(data);
+                // SAFETY: the range is one live allocation borrowed for 'a; the driver
+                // only page-locks it (the device reads it, never writes).
+                call(|e, l| unsafe {
+                    ffi::cuzk_host_register(data.as_ptr() as *const _, bytes, e, l)
+                })?;
+            }
+            Ok(Self { data })
+        }
+        #[cfg(not(cuzk_cuda))]
+        {
+            let _ = data;
+            bail!(NO_CUDA_BUILD)
+        }
+    }
+
+    pub fn get(&self) -> &'a [T] {
+        self.data
+    }
+}
+
+impl<T> Drop for PageLocked<'_, T> {
+    fn drop(&mut self) {
+        #[cfg(cuzk_cuda)]
+        if !self.data.is_empty() {
+            // SAFETY: the range was registered by new() and is unregistered once.
+            unsafe { ffi::cuzk_host_unregister(self.data.as_ptr() as *const _) }
+        }
+    }
 }
 
 /// Free and total memory of the calling thread's current GPU, in bytes.

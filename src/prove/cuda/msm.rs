@@ -185,6 +185,10 @@ pub struct MsmReport {
     /// without the split, 0 and all of them.
     pub ones: u64,
     pub bucketed: u64,
+    /// Points that crossed from host memory: none for resident points, all for a copy,
+    /// only those of nonzero scalars when a split MSM reads page-locked host points
+    /// directly (see [`super::PageLocked`]).
+    pub copied: u64,
     /// Pippenger window bits.
     pub window: u32,
     /// Compute time in ms of the split (classification and batch addition) and of the
@@ -480,6 +484,17 @@ pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<
     Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, true)?.0)
 }
 
+/// [`msm_points`] run on the host (see [`msm_g1_emulated`]), with what the emulated device
+/// did.
+#[doc(hidden)]
+pub fn msm_points_emulated<P: GpuAffine>(
+    points: &[P],
+    scalars: &[Fr],
+    cfg: Msm,
+) -> Result<(P::Projective, MsmReport)> {
+    msm(Points::Host(points), Scalars::Host(scalars), cfg, true)
+}
+
 /// Σ scalars[i]·points[i] on the GPU, the points in host memory or in a decoded set (then
 /// on the executor that decoded it), with what the device did.
 pub fn msm_points<P: GpuAffine>(
@@ -569,7 +584,7 @@ fn msm<P: GpuAffine>(
         // and G2Projective are (#[repr(transparent)] over blst_p1 / blst_p2).
         let mut out = vec![P::Projective::identity(); MAX_WINDOWS];
         let (mut c, mut windows) = (0u32, 0u32);
-        let mut counts = [0u64; 2];
+        let mut counts = [0u64; 3];
         let mut ms = [0f32; 2];
         // SAFETY: P is G1Affine or G2Affine (GpuAffine is sealed), #[repr(transparent)]
         // over blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>;
@@ -621,6 +636,7 @@ fn msm<P: GpuAffine>(
         let report = MsmReport {
             ones: counts[0],
             bucketed: counts[1],
+            copied: counts[2],
             window: c,
             split_ms: ms[0],
             buckets_ms: ms[1],
