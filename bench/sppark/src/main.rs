@@ -78,9 +78,10 @@ struct Args {
     #[arg(long, default_value_t = 24)]
     ntt_max_log: u32,
     /// cuzk's Pippenger window in bits for every MSM (as cuzk-prove's --msm-window), 0 to
-    /// choose it from the size.
-    #[arg(long, default_value_t = 0)]
-    cuzk_window: usize,
+    /// choose it from the size; several (comma-separated) time cuzk once per window, e.g.
+    /// for a sweep, against one sppark timing.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    cuzk_window: Vec<usize>,
     /// Also write the rows as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -98,8 +99,9 @@ struct Row {
     group: &'static str,
     scalars: &'static str,
     log_n: u32,
-    /// cuzk-prove's options for this row.
+    /// cuzk-prove's options for this row (window 0: chosen from the size).
     cuzk_split: bool,
+    cuzk_window: usize,
     cuzk_ms: Stats,
     sppark_ms: Stats,
     /// sppark median / cuzk median (above 1: cuzk is faster).
@@ -124,8 +126,6 @@ struct Report {
     sppark_version: &'static str,
     pinned: bool,
     runs: usize,
-    /// cuzk's window bits (0: chosen from the size).
-    cuzk_window: usize,
     zeros_pct: u32,
     ones_pct: u32,
     rows: Vec<Row>,
@@ -224,14 +224,10 @@ fn run(a: &Args) -> Result<()> {
     let device = sppark::device_name()?;
     let sppark_version = env!("SPPARK_VERSION");
     println!(
-        "device: {device}; sppark {sppark_version}; {} host memory; {} runs, median; cuzk \
-         window {}; ratio = sppark / cuzk (>1: cuzk faster)",
+        "device: {device}; sppark {sppark_version}; {} host memory; {} runs, median; \
+         ratio = sppark / cuzk (>1: cuzk faster)",
         if a.pin { "pinned" } else { "pageable" },
-        a.runs,
-        match a.cuzk_window {
-            0 => "auto".to_string(),
-            c => format!("{c} bits"),
-        }
+        a.runs
     );
 
     let mut rows = Vec::new();
@@ -251,7 +247,6 @@ fn run(a: &Args) -> Result<()> {
             device,
             sppark_version,
             pinned: a.pin,
-            cuzk_window: a.cuzk_window,
             runs: a.runs,
             zeros_pct: a.zeros,
             ones_pct: a.ones,
@@ -311,35 +306,40 @@ fn bench_group<P: Side>(a: &Args, max_log: u32, rows: &mut Vec<Row>) -> Result<(
                 true,
             ),
         ] {
-            let cfg = Msm {
-                window: a.cuzk_window,
-                split,
-            };
-            let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, cfg))?;
             let (sppark_ms, sppark_sum) = time(a.runs, || P::sppark(p, c))?;
-            ensure!(
-                cuzk_sum == sppark_sum,
-                "msm_{} {label} 2^{k}: cuzk and sppark disagree\n  cuzk   {cuzk_sum:?}\n  \
-                 sppark {sppark_sum:?}",
-                P::NAME
-            );
-            let ratio = sppark_ms.median / cuzk_ms.median;
-            println!(
-                "msm_{} {label:<7} 2^{k}: cuzk {:.1} ms{}, sppark {:.1} ms, ratio {ratio:.2}",
-                P::NAME,
-                cuzk_ms.median,
-                if split { " (split)" } else { "" },
-                sppark_ms.median,
-            );
-            rows.push(Row {
-                group: P::NAME,
-                scalars: label,
-                log_n: k,
-                cuzk_split: split,
-                cuzk_ms,
-                sppark_ms,
-                ratio,
-            });
+            for &window in &a.cuzk_window {
+                let cfg = Msm { window, split };
+                let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, cfg))?;
+                ensure!(
+                    cuzk_sum == sppark_sum,
+                    "msm_{} {label} 2^{k}: cuzk and sppark disagree\n  cuzk   {cuzk_sum:?}\n  \
+                     sppark {sppark_sum:?}",
+                    P::NAME
+                );
+                let ratio = sppark_ms.median / cuzk_ms.median;
+                println!(
+                    "msm_{} {label:<7} 2^{k}: cuzk {:.1} ms{}{}, sppark {:.1} ms, ratio {ratio:.2}",
+                    P::NAME,
+                    cuzk_ms.median,
+                    if split { " (split)" } else { "" },
+                    if window > 0 {
+                        format!(" (c = {window})")
+                    } else {
+                        String::new()
+                    },
+                    sppark_ms.median,
+                );
+                rows.push(Row {
+                    group: P::NAME,
+                    scalars: label,
+                    log_n: k,
+                    cuzk_split: split,
+                    cuzk_window: window,
+                    cuzk_ms,
+                    sppark_ms,
+                    ratio,
+                });
+            }
         }
     }
     Ok(())
