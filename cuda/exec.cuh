@@ -645,6 +645,21 @@ struct DeviceExec {
         });
         return 0;
     }
+    // Fewest points for which a split MSM gathers the points of nonzero scalars from
+    // page-locked host memory instead of copying all (Pippenger::run). Below 2^21 the
+    // copy, which starts before the split and hides behind it and the sort, was as fast
+    // or faster (H200, witness scalars with 51 % zeros, gather / copy: G1 2^20 7.3 /
+    // 6.6 ms, 2^21 9.2 / 9.2, 2^22 13.5 / 14.7, 2^23 22.6 / 25.8; G2 2^20 15.6 / 14.2,
+    // 2^22 27.4 / 29.9). CUZK_GATHER=0 never gathers, =1 always (measuring, tests).
+    static size_t gather_min() {
+        static const size_t n = [] {
+            const char* v = getenv("CUZK_GATHER");
+            if (v && strcmp(v, "0") == 0) return SIZE_MAX;
+            if (v && strcmp(v, "1") == 0) return size_t(0);
+            return size_t(1) << 21;
+        }();
+        return n;
+    }
     // The device's address of host memory the caller page-locked (registered, or
     // cudaHostAlloc'd: mapped on every 64-bit system), 16-byte aligned; null otherwise.
     const void* mapped(const void* p) {
@@ -870,8 +885,10 @@ struct HostExec {
         memset(dst, 0, n * sizeof(T));
         return 0;
     }
-    // Host memory is the emulated device's own: always "mapped".
+    // Host memory is the emulated device's own: always "mapped", and gathered at any size
+    // (so that the tests' small MSMs take that path).
     const void* mapped(const void* p) { return p; }
+    static size_t gather_min() { return 0; }
     // upload_async of the flagged elements only; the others are filled with garbage
     // (0xA5 bytes), so that code reading a point it should not have reads a wrong one.
     template <class T>

@@ -70,6 +70,9 @@ check)
     done
     if command -v compute-sanitizer >/dev/null; then
         run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_msm" msm_small
+        # The same with the zero-copy gather at every size (small MSMs copy by default).
+        CUZK_GATHER=1 run memcheck-gather compute-sanitizer --tool memcheck --error-exitcode 1 \
+            "$B/cuda_msm" msm_small
         run memcheck-scalars compute-sanitizer --tool memcheck --error-exitcode 1 \
             "$B/cuda_msm" device_scalars_select_and_msm
         run racecheck-ntt compute-sanitizer --tool racecheck --error-exitcode 1 \

@@ -81,3 +81,9 @@ extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
                                 window, split, emulate, out, out_cap, c_out, windows_out,
                                 split_counts, ms, err, errlen);
 }
+
+// Fewest points for which a split MSM over page-locked host points copies only those of
+// nonzero scalars (on the GPU, or emulated: 0, always).
+extern "C" size_t cuzk_msm_gather_min(int emulate) {
+    return emulate ? cuzk::HostExec::gather_min() : cuzk::DeviceExec::gather_min();
+}

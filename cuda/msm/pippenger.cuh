@@ -76,10 +76,16 @@ CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
 // buckets plus, per bucket, the running sum's two full additions, the gathering and the
 // partial-sum levels, weighted 12 mixed additions each: fitted to the H200 (G1, random
 // scalars, 2^22..2^24: c = 16 beat the c = 20 a weight of 3 chose by 1.4×; docs/PERF.md).
+// At most c = max(16, log2(n) − 7), i.e. from 2^24 points on at least 2^8 points a bucket:
+// at 2^25 the model picks c = 19, which the sweep (G1, G2, session 10) puts 1.5–2 %
+// behind c = 16..18; at 2^26 and 2^27 the cap (19, 20) is within 1 % of the best.
 inline unsigned auto_window(size_t n) {
+    unsigned log_n = 0;
+    while (log_n < 63 && (size_t(1) << (log_n + 1)) <= n) ++log_n;
+    const unsigned cap = std::max(16u, log_n > 7 ? log_n - 7 : 0u);
     unsigned best = 1;
     double best_cost = 1e300;
-    for (unsigned c = 1; c <= 20; ++c) {
+    for (unsigned c = 1; c <= std::min(20u, cap); ++c) {
         const double cost = windows_for(c) * ((double)n + 12.0 * (double)(1u << (c - 1)));
         if (cost < best_cost) {
             best_cost = cost;
@@ -607,11 +613,12 @@ struct Pippenger {
         // Split scalars and page-locked host points: only the points of nonzero scalars
         // need to cross the bus. Once the split has flagged them, the device reads those
         // straight from host memory (gather_async), unless nearly all are needed (a
-        // gather of all of them is ~8 % slower than one copy). Otherwise the whole array
-        // is copied, starting now.
+        // gather of all of them is ~8 % slower than one copy) or the MSM is small (see
+        // gather_min). Otherwise the whole array is copied, starting now.
         const Affine<F>* points = resident;
         const Affine<F>* mapped =
-            !resident && split ? (const Affine<F>*)ex.mapped(points_h) : nullptr;
+            !resident && split && n >= ex.gather_min() ? (const Affine<F>*)ex.mapped(points_h)
+                                                       : nullptr;
         if (!points) {
             CUZK_RC(ex.alloc(uploaded, n, "points"));
             if (!mapped)

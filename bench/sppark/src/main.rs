@@ -48,9 +48,15 @@ const ODD_N: usize = 4099;
     about = "Times cuzk-prove's GPU MSM and NTT against sppark's (crates.io) on the same inputs and GPU"
 )]
 struct Args {
-    /// Smallest MSM: 2^min_log points (also the size checked against blstrs).
+    /// Smallest MSM: 2^min_log points (also the size checked against blstrs, unless
+    /// --verify-log says otherwise).
     #[arg(long, default_value_t = 20)]
     min_log: u32,
+    /// The size checked against blstrs before any timing, 2^verify_log points (at most
+    /// the largest of each group); default --min-log. Smaller saves minutes on the CPU
+    /// when timing only large sizes (every timed size is still checked cuzk == sppark).
+    #[arg(long)]
+    verify_log: Option<u32>,
     /// Largest G1 MSM: 2^max_log points.
     #[arg(long, default_value_t = 24)]
     max_log: u32,
@@ -289,7 +295,7 @@ fn bench_group<P: Side>(a: &Args, max_log: u32, rows: &mut Vec<Row>) -> Result<(
         Vec::new()
     };
 
-    verify(&inputs, 1 << a.min_log)?;
+    verify(&inputs, 1 << a.verify_log.unwrap_or(a.min_log).min(max_log))?;
     if ODD_N <= n {
         verify(&inputs, ODD_N)?;
     }

@@ -10,9 +10,9 @@ pub mod field;
 mod msm;
 pub mod ntt;
 pub use msm::{
-    msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points, msm_points_emulated,
-    msm_resident, msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points,
-    Scalars,
+    gather_min_points, msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points,
+    msm_points_emulated, msm_resident, msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm,
+    MsmReport, Points, Scalars,
 };
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \

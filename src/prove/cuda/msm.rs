@@ -85,6 +85,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
+        pub fn cuzk_msm_gather_min(emulate: c_int) -> usize;
         pub fn cuzk_points_new(
             g2: c_int,
             raw: *const c_void,
@@ -458,6 +459,21 @@ impl Scalars<'_> {
             Scalars::Host(s) => s.len(),
             Scalars::Device(_, _, n) => *n,
         }
+    }
+}
+
+/// Fewest points for which a split MSM over page-locked host points ([`super::PageLocked`])
+/// copies only the points of nonzero scalars (when at most 90 % of them are needed);
+/// smaller ones copy all. `emulated`: the host emulation's (0: always). `CUZK_GATHER=0`
+/// never gathers, `=1` always.
+pub fn gather_min_points(emulated: bool) -> usize {
+    #[cfg(cuzk_cuda)]
+    // SAFETY: reads a process-wide setting.
+    return unsafe { ffi::cuzk_msm_gather_min(emulated as std::os::raw::c_int) };
+    #[cfg(not(cuzk_cuda))]
+    {
+        let _ = emulated;
+        usize::MAX
     }
 }
 
