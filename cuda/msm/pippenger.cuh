@@ -76,12 +76,13 @@ CUZK_HD unsigned windows_for(unsigned c) { return 255 / c + 1; }
 // buckets plus, per bucket, the running sum's two full additions, the gathering and the
 // partial-sum levels, weighted 12 mixed additions each: fitted to the H200 (G1, random
 // scalars, 2^22..2^24: c = 16 beat the c = 20 a weight of 3 chose by 1.4×; docs/PERF.md).
-// At most c = max(16, log2(n) − 7), i.e. from 2^24 points on at least 2^8 points a bucket:
-// at 2^25 the model picks c = 19, which the sweep (G1, G2, session 10) puts 1.5–2 %
-// behind c = 16..18; at 2^26 and 2^27 the cap (19, 20) is within 1 % of the best.
+// At most c = max(16, ⌈log2 n⌉ − 7), i.e. from 2^24 points on at least 2^8 points a
+// bucket: at 2^25 the model picks c = 19, which the sweep (G1, G2, session 10) puts
+// 1.5–2 % behind c = 16..18; at 2^26 the cap (19) is within 1 % of the model's 20, and at
+// 2^27 (H's 2^27 − 1 points included: hence ⌈ ⌉) it leaves the best, c = 20.
 inline unsigned auto_window(size_t n) {
-    unsigned log_n = 0;
-    while (log_n < 63 && (size_t(1) << (log_n + 1)) <= n) ++log_n;
+    unsigned log_n = 0;  // ⌈log2 n⌉
+    while (log_n < 63 && (size_t(1) << log_n) < n) ++log_n;
     const unsigned cap = std::max(16u, log_n > 7 ? log_n - 7 : 0u);
     unsigned best = 1;
     double best_cost = 1e300;
