@@ -579,6 +579,24 @@ struct DeviceExec {
         cudaStreamDestroy(stream);
         return rc;
     }
+    // p's batches of n elements (batch b ends at p.ends[b] and fires p.done[b]); p's
+    // stream, made by the caller, first waits for the work queued on the default stream
+    // so far (the destination's allocation, a gather's flags).
+    int pending_batches(Pending& p, size_t n, unsigned batches) {
+        batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
+        p.done.reserve(batches);
+        p.ends.reserve(batches);
+        for (unsigned b = 0; b < batches; ++b) {
+            cudaEvent_t e;
+            // Timed only when traced (DeviceExec::trace reports the arrivals).
+            CUZK_CHECK(cudaEventCreateWithFlags(&e, trace_on() ? 0u : cudaEventDisableTiming));
+            p.done.push_back(e);
+            p.ends.push_back(n * (b + 1) / batches);
+        }
+        CUZK_CHECK(cudaEventRecord(p.done[0], 0));
+        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done[0], 0));
+        return 0;
+    }
     // upload() on a stream of its own (see DevicePending), as `batches` consecutive
     // copies issued by a worker thread; a no-op for n = 0. Page-locked host memory (the
     // caller's, or registered here under --pin) is copied directly, pageable memory
@@ -593,19 +611,7 @@ struct DeviceExec {
         int dev = 0;
         CUZK_CHECK(cudaGetDevice(&dev));
         CUZK_CHECK(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
-        batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
-        p.done.reserve(batches);
-        p.ends.reserve(batches);
-        for (unsigned b = 0; b < batches; ++b) {
-            cudaEvent_t e;
-            // Timed only when traced (DeviceExec::trace reports the arrivals).
-            CUZK_CHECK(cudaEventCreateWithFlags(&e, trace_on() ? 0u : cudaEventDisableTiming));
-            p.done.push_back(e);
-            p.ends.push_back(n * (b + 1) / batches);
-        }
-        // dst was allocated in the default stream's order: the copies go after that.
-        CUZK_CHECK(cudaEventRecord(p.done[0], 0));
-        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done[0], 0));
+        CUZK_RC(pending_batches(p, n, batches));
         p.worker = std::thread([&p, dst, src, dev, staged] {
             char* err = p.msg;
             const size_t errlen = sizeof p.msg;
@@ -688,20 +694,11 @@ struct DeviceExec {
         CUZK_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
         CUZK_CHECK(cudaDeviceGetStreamPriorityRange(&lo_prio, &hi_prio));
         CUZK_CHECK(cudaStreamCreateWithPriority(&p.stream, cudaStreamNonBlocking, hi_prio));
-        batches = (unsigned)std::max<size_t>(1, std::min<size_t>(batches, n));
-        for (unsigned b = 0; b < batches; ++b) {
-            cudaEvent_t e;
-            CUZK_CHECK(cudaEventCreateWithFlags(&e, trace_on() ? 0u : cudaEventDisableTiming));
-            p.done.push_back(e);
-            p.ends.push_back(n * (b + 1) / batches);
-        }
-        // dst and the flags were made in the default stream's order: the kernels go after.
-        CUZK_CHECK(cudaEventRecord(p.done[0], 0));
-        CUZK_CHECK(cudaStreamWaitEvent(p.stream, p.done[0], 0));
+        CUZK_RC(pending_batches(p, n, batches));
         // One block of 256 an SM (more measured no faster: the bus is the limit).
         const unsigned threads = 256;
         size_t lo = 0;
-        for (unsigned b = 0; b < batches; ++b) {
+        for (size_t b = 0; b < p.ends.size(); ++b) {
             const size_t hi = p.ends[b];
             const size_t blocks = std::min<size_t>((size_t)sms, (hi - lo + threads - 1) / threads);
             gather_flagged_kernel<W><<<(unsigned)blocks, threads, 0, p.stream>>>(
@@ -711,7 +708,7 @@ struct DeviceExec {
             lo = hi;
         }
         std::lock_guard<std::mutex> g(p.m);
-        p.recorded = batches;
+        p.recorded = p.ends.size();
         return 0;
     }
     // Later work on the default stream waits for batches 0..=batch of the pending copy
