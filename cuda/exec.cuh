@@ -184,14 +184,18 @@ inline bool& pin_transfers() {
 constexpr size_t PIN_MIN_BYTES = size_t(32) << 20;
 
 // Whether host memory is page-locked already (cudaHostAlloc'd or registered by the
-// caller): then copies go straight from it, neither staged nor registered again.
-inline bool host_locked(const void* p) {
-    cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+// caller): then copies go straight from it, neither staged nor registered again. *a gets
+// its attributes (the device's address of it among them).
+inline bool host_locked(const void* p, cudaPointerAttributes* a) {
+    if (cudaPointerGetAttributes(a, p) != cudaSuccess) {
         cudaGetLastError();
         return false;
     }
-    return a.type == cudaMemoryTypeHost;
+    return a->type == cudaMemoryTypeHost;
+}
+inline bool host_locked(const void* p) {
+    cudaPointerAttributes a;
+    return host_locked(p, &a);
 }
 
 // Registration of [p, p + bytes) for one copy, undone on scope exit; when the driver
@@ -670,11 +674,7 @@ struct DeviceExec {
     // cudaHostAlloc'd: mapped on every 64-bit system), 16-byte aligned; null otherwise.
     const void* mapped(const void* p) {
         cudaPointerAttributes a;
-        if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-            cudaGetLastError();
-            return nullptr;
-        }
-        if (a.type != cudaMemoryTypeHost || !a.devicePointer) return nullptr;
+        if (!host_locked(p, &a) || !a.devicePointer) return nullptr;
         return ((uintptr_t)a.devicePointer & 15) ? nullptr : a.devicePointer;
     }
     // dst[i] = src[i] for the i < n with f1[i] | f2[i] (device arrays, read until the
