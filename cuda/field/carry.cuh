@@ -87,6 +87,18 @@ CUZK_HD constexpr uint32_t p32(int i) {
     return (uint32_t)(P::p(i >> 1) >> (32 * (i & 1)));
 }
 
+// Word i of K·p for K = 1 or 2 (2p fits: p < 2^(64N − 1), mont.cuh's requirement). With
+// K = 2, add and sub below keep values in [0, 2p) instead of [0, p): the lazy arithmetic
+// of the NTT (mont.cuh, add_lazy).
+template <class P, int K>
+CUZK_HD constexpr uint32_t pk32(int i) {
+    static_assert(K == 1 || K == 2, "K·p: K is 1 or 2");
+    if (K == 1) return p32<P>(i);
+    const int limb = i >> 1;
+    const uint64_t twice = (P::p(limb) << 1) | (limb > 0 ? P::p(limb - 1) >> 63 : 0);
+    return (uint32_t)(twice >> (32 * (i & 1)));
+}
+
 // The reduction's multiplier constants, −p⁻¹ mod 2^32 and the modulus words, from the
 // constant bank on the device, where ptxas cannot see their values. Fr's −p⁻¹ is 2^32 − 1
 // (so m = −t[i]) and its low words are 1 and 2^32 − 1; knowing that, ptxas rewrote the
@@ -142,14 +154,14 @@ CUZK_UNROLL
     for (int i = 0; i < P::N; ++i) x[i] = ((uint64_t)w[2 * i + 1] << 32) | w[2 * i];
 }
 
-// r = t − p if (carry, t) ≥ p else t, for (carry, t) < 2p; branch-free select.
-template <class P>
+// r = t − Kp if (carry, t) ≥ Kp else t, for (carry, t) < 2Kp; branch-free select.
+template <class P, int K = 1>
 CUZK_HD void reduce_once(const uint32_t* t, uint32_t carry, uint64_t* r) {
     constexpr int n = 2 * P::N;
     uint32_t d[n];
-    d[0] = sub_cc(t[0], p32<P>(0));
+    d[0] = sub_cc(t[0], pk32<P, K>(0));
 CUZK_UNROLL
-    for (int i = 1; i < n; ++i) d[i] = subc_cc(t[i], p32<P>(i));
+    for (int i = 1; i < n; ++i) d[i] = subc_cc(t[i], pk32<P, K>(i));
     // All ones when (carry, t) − p went below zero: keep t.
     const uint32_t keep_t = subc(carry, 0);
     uint32_t o[n];
@@ -176,27 +188,38 @@ CUZK_UNROLL
     return subc(0, 0);
 }
 
-template <class P>
+// a + b mod p for a, b in [0, Kp), into [0, Kp) (with K = 2 the sum may carry out of the
+// top word: reduce_once takes that carry).
+template <class P, int K = 1>
 CUZK_HD void add(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
     uint32_t a[n], b[n], t[n];
     split<P>(a64, a);
     split<P>(b64, b);
-    reduce_once<P>(t, add_words<n>(a, b, t), r);
+    reduce_once<P, K>(t, add_words<n>(a, b, t), r);
 }
 
-template <class P>
+// a − b mod p for a, b in [0, Kp), into [0, Kp).
+template <class P, int K = 1>
 CUZK_HD void sub(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
     uint32_t a[n], b[n], t[n];
     split<P>(a64, a);
     split<P>(b64, b);
-    // Borrowed: add p back.
+    // Borrowed: add Kp back.
     const uint32_t mask = sub_words<n>(a, b, t);
-    t[0] = add_cc(t[0], p32<P>(0) & mask);
+    t[0] = add_cc(t[0], pk32<P, K>(0) & mask);
 CUZK_UNROLL
-    for (int i = 1; i < n; ++i) t[i] = addc_cc(t[i], p32<P>(i) & mask);
+    for (int i = 1; i < n; ++i) t[i] = addc_cc(t[i], pk32<P, K>(i) & mask);
     join<P>(t, r);
+}
+
+// r = t mod p for t < 2p (a lazy value, see mont.cuh's reduce_lazy).
+template <class P>
+CUZK_HD void reduce(const uint64_t* t64, uint64_t* r) {
+    uint32_t t[2 * P::N];
+    split<P>(t64, t);
+    reduce_once<P>(t, 0, r);
 }
 
 // Montgomery product a·b·2^(−32n) mod p, CIOS over n = 2N words, arranged so that the
@@ -216,8 +239,11 @@ CUZK_UNROLL
 //   5. x += p[j]·m for even j (zeroes word i), y += p[j]·m for odd j.
 // After row i, T < 2p·2^(32(i+1)), so neither array ever needs a word above i + n and
 // the carries out of word i + n are zero. The result is e + o at words n..2n−1 (< 2p),
-// then one conditional subtraction.
-template <class P>
+// then one conditional subtraction (REDUCE; without it the result stays in [0, 2p)).
+// Only a < p is needed for those bounds: row i adds a·b[i] and m·p, so T < (a + p)·
+// 2^(32(i+1)), and the result (a·b + M·p)/R < p·(b/R + 1) < 2p for any b < R = 2^(32n).
+// So b may be a lazy value in [0, 2p) (mont.cuh, mul_lazy).
+template <class P, bool REDUCE = true>
 CUZK_HD void mul(const uint64_t* a64, const uint64_t* b64, uint64_t* r) {
     constexpr int n = 2 * P::N;
     const uint32_t inv = redc_inv<P>();
@@ -269,7 +295,11 @@ CUZK_UNROLL
     t[0] = add_cc(e[n], o[n]);
 CUZK_UNROLL
     for (int w = 1; w < n; ++w) t[w] = addc_cc(e[n + w], o[n + w]);
-    reduce_once<P>(t, addc(0, 0), r);
+    if (REDUCE) {
+        reduce_once<P>(t, addc(0, 0), r);
+    } else {
+        join<P>(t, r);  // < 2p < 2^(32n): the carry out is zero
+    }
 }
 
 // ---- Lazy reduction (Fp2's product): wide products, one reduction per result ----

@@ -187,6 +187,43 @@ CUZK_HD Mont<P> mul_sub(const Mont<P>& a, const Mont<P>& b, const Mont<P>& c,
     return mul_sub_inline(a, b, c, d);
 }
 
+// ---- Lazy values: [0, 2p) instead of [0, p) ----
+//
+// A product whose result feeds only additions and further products need not be reduced
+// below p: the Montgomery product of a reduced a and any b < R lands in [0, 2p) before its
+// final conditional subtraction (carry.cuh, mul), and sums and differences stay in
+// [0, 2p) with one conditional correction by 2p, as they do by p. The NTT keeps its
+// elements lazy through a transform's passes and reduces them once, when its last pass
+// stores them: one conditional subtraction per element instead of one per product.
+
+// a·b·R⁻¹ in [0, 2p) for a in [0, p) and b in [0, 2p) (lazy).
+template <class P>
+CUZK_HD Mont<P> mul_lazy(const Mont<P>& a, const Mont<P>& b) {
+    Mont<P> r;
+    carry::mul<P, false>(a.l, b.l, r.l);
+    return r;
+}
+// a + b, a − b for a, b in [0, 2p), into [0, 2p).
+template <class P>
+CUZK_HD Mont<P> add_lazy(const Mont<P>& a, const Mont<P>& b) {
+    Mont<P> r;
+    carry::add<P, 2>(a.l, b.l, r.l);
+    return r;
+}
+template <class P>
+CUZK_HD Mont<P> sub_lazy(const Mont<P>& a, const Mont<P>& b) {
+    Mont<P> r;
+    carry::sub<P, 2>(a.l, b.l, r.l);
+    return r;
+}
+// A lazy value's reduced form.
+template <class P>
+CUZK_HD Mont<P> reduce_lazy(const Mont<P>& a) {
+    Mont<P> r;
+    carry::reduce<P>(a.l, r.l);
+    return r;
+}
+
 // Out of Montgomery form: a·R⁻¹ mod p, the canonical little-endian integer.
 template <class P>
 CUZK_HD Mont<P> from_mont(const Mont<P>& a) {

@@ -49,13 +49,17 @@ struct PowTable {
     CUZK_HD Fr at(uint64_t e) const { return cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]); }
 };
 
+// Products by powers, twiddles and constants take the element as their lazy operand
+// (mont.cuh, mul_lazy): elements stay in [0, 2r) through a transform and are reduced once,
+// when its last pass stores them (FusedStages::reduce_out).
+//
 // v · x^e (two products). Out of line on the device: the fused kernel has up to 2^3
 // such sites per register group and group shape, which inlined made it ~21,000 SASS
 // instructions (≈ 340 KB, beyond the instruction cache) and 202 registers; one call costs
 // a few moves against two products of ~210 instructions each.
 #ifdef __CUDA_ARCH__
 __device__ __noinline__ Fr times_pow_call(Fr v, const Fr* lo, const Fr* hi, unsigned L, uint64_t e) {
-    return cuzk::mul(v, cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]));
+    return cuzk::mul_lazy(cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]), v);
 }
 #endif
 // The calls run one after another, so their table reads (L2, scattered) are requested
@@ -73,18 +77,18 @@ CUZK_HD Fr times_pow(const Fr& v, const PowTable& t, uint64_t e) {
 #ifdef __CUDA_ARCH__
     return times_pow_call(v, t.lo, t.hi, t.L, e);
 #else
-    return cuzk::mul(v, t.at(e));
+    return cuzk::mul_lazy(t.at(e), v);
 #endif
 }
 // v · p[0], out of line for the same reason.
 #ifdef __CUDA_ARCH__
-__device__ __noinline__ Fr times_entry_call(Fr v, const Fr* p) { return cuzk::mul(v, *p); }
+__device__ __noinline__ Fr times_entry_call(Fr v, const Fr* p) { return cuzk::mul_lazy(*p, v); }
 #endif
 CUZK_HD Fr times_entry(const Fr& v, const Fr* p) {
 #ifdef __CUDA_ARCH__
     return times_entry_call(v, p);
 #else
-    return cuzk::mul(v, *p);
+    return cuzk::mul_lazy(*p, v);
 #endif
 }
 CUZK_HD void prefetch_entry(const Fr* p) {
@@ -110,13 +114,13 @@ inline Scale table_scale(const PowTable& t) {
     return s;
 }
 #ifdef __CUDA_ARCH__
-__device__ __noinline__ Fr times_call(Fr v, Fr c) { return cuzk::mul(v, c); }
+__device__ __noinline__ Fr times_call(Fr v, Fr c) { return cuzk::mul_lazy(c, v); }
 #endif
 CUZK_HD Fr times(const Fr& v, const Fr& c) {
 #ifdef __CUDA_ARCH__
     return times_call(v, c);
 #else
-    return cuzk::mul(v, c);
+    return cuzk::mul_lazy(c, v);
 #endif
 }
 
@@ -228,6 +232,8 @@ struct FusedStages {
     // if rev(g) < out_len (the last DIF pass; saves a bit-reversal pass over memory).
     Fr* out;
     uint64_t out_len;
+    // The transform's last pass: its stores reduce the lazy elements to [0, r).
+    bool reduce_out;
     CUZK_HD uint64_t index(size_t block, uint64_t l) const {
         const uint64_t low = l & ((1ull << q) - 1), t = l >> q;
         const uint64_t b_mid = block & ((1ull << (s - q)) - 1), b_top = block >> (s - q);
@@ -293,13 +299,13 @@ CUZK_UNROLL
                 const bool one = jm == 0 && b == 0;
                 const Fr a = v[k], c = v[k | h];
                 if (DIT) {
-                    const Fr t = one ? c : cuzk::mul(c, load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)));
-                    v[k] = cuzk::add(a, t);
-                    v[k | h] = cuzk::sub(a, t);
+                    const Fr t = one ? c : cuzk::mul_lazy(load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)), c);
+                    v[k] = cuzk::add_lazy(a, t);
+                    v[k | h] = cuzk::sub_lazy(a, t);
                 } else {
-                    const Fr d = cuzk::sub(a, c);
-                    v[k] = cuzk::add(a, c);
-                    v[k | h] = one ? d : cuzk::mul(d, load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)));
+                    const Fr d = cuzk::sub_lazy(a, c);
+                    v[k] = cuzk::add_lazy(a, c);
+                    v[k | h] = one ? d : cuzk::mul_lazy(load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)), d);
                 }
             }
         }
@@ -322,6 +328,7 @@ CUZK_UNROLL
                 if (!DIT && scale.kind == Scale::TABLE)
                     o = times_pow(o, scale.table, rev(g, log_m));
                 if (!DIT && scale.kind == Scale::CONSTANT) o = times(o, scale.c);
+                if (reduce_out) o = cuzk::reduce_lazy(o);
                 if (!out) {
                     store_fr(x + g, o);
                 } else {
@@ -586,14 +593,15 @@ int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t
 
 template <bool DIT, class Exec>
 int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
-             const Fr* tw, const Scale& scale, Fr* out = nullptr, uint64_t out_len = 0) {
+             const Fr* tw, const Scale& scale, bool last, Fr* out = nullptr,
+             uint64_t out_len = 0) {
     const unsigned e_log = p.K + p.q;
     // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
     // the kernels' bound: passes of one or two stages loop over their groups.
     const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
     return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
                             FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
-                                             roots, w, tw, scale, out, out_len},
+                                             roots, w, tw, scale, out, out_len, last},
                             DIT ? "NTT DIT stages" : "NTT DIF stages");
 }
 
@@ -606,14 +614,16 @@ int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
                 Fr* out = nullptr, uint64_t out_len = 0) {
     for (int i = t.count - 1; i >= 0; --i)
         CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i],
-                                i == 0 ? scale : Scale{}, i == 0 ? out : nullptr, out_len));
+                                i == 0 ? scale : Scale{}, i == 0, i == 0 ? out : nullptr,
+                                out_len));
     return 0;
 }
 
 template <class Exec>
 int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
     for (int i = 0; i < t.count; ++i)
-        CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i], Scale{}));
+        CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i], Scale{},
+                               i == t.count - 1));
     return 0;
 }
 
