@@ -46,6 +46,16 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
+        pub fn cuzk_fr_lazy_ops(
+            a: *const u64,
+            b: *const u64,
+            c: *const u64,
+            out: *mut u64,
+            n: usize,
+            emulate: c_int,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
     }
 }
 
@@ -167,6 +177,50 @@ pub fn mem_info() -> Result<(usize, usize)> {
 
 /// (a·b, a+b, a−b) element-wise on the GPU: the field arithmetic the kernels build on,
 /// exposed so tests can hold it against blstrs.
+/// Fr's lazy arithmetic (the NTT's: values in [0, 2r), cuda/field/mont.cuh) on raw
+/// Montgomery limbs: for reduced `a` and lazy `b`, `c` (below 2r), returns
+/// (mul_lazy(a, b), add_lazy(b, c), sub_lazy(b, c), reduce_lazy(b)) as computed, unreduced.
+/// `emulate` runs the same code on the host. For tests.
+#[allow(clippy::type_complexity)]
+pub fn fr_lazy_ops(
+    a: &[[u64; 4]],
+    b: &[[u64; 4]],
+    c: &[[u64; 4]],
+    emulate: bool,
+) -> Result<(Vec<[u64; 4]>, Vec<[u64; 4]>, Vec<[u64; 4]>, Vec<[u64; 4]>)> {
+    anyhow::ensure!(
+        a.len() == b.len() && b.len() == c.len(),
+        "fr_lazy_ops: lengths differ"
+    );
+    #[cfg(cuzk_cuda)]
+    {
+        let n = a.len();
+        let mut out = vec![[0u64; 4]; 4 * n];
+        // SAFETY: [u64; 4] is the device Fr's layout; the buffers hold n, n, n and 4n.
+        call(|e, l| unsafe {
+            ffi::cuzk_fr_lazy_ops(
+                a.as_ptr() as *const u64,
+                b.as_ptr() as *const u64,
+                c.as_ptr() as *const u64,
+                out.as_mut_ptr() as *mut u64,
+                n,
+                emulate as _,
+                e,
+                l,
+            )
+        })?;
+        let red = out.split_off(3 * n);
+        let sub = out.split_off(2 * n);
+        let add = out.split_off(n);
+        Ok((out, add, sub, red))
+    }
+    #[cfg(not(cuzk_cuda))]
+    {
+        let _ = emulate;
+        bail!(NO_CUDA_BUILD)
+    }
+}
+
 pub fn fr_ops(a: &[Fr], b: &[Fr]) -> Result<(Vec<Fr>, Vec<Fr>, Vec<Fr>)> {
     anyhow::ensure!(a.len() == b.len(), "fr_ops: lengths differ");
     #[cfg(cuzk_cuda)]
