@@ -143,6 +143,16 @@ pub enum Command {
             requires = "partition"
         )]
         split_msm: Switch,
+        /// --partition: the aux assignment's upload beside MSM h (the prover's
+        /// --overlap-aux).
+        #[arg(
+            long,
+            value_enum,
+            value_name = "on|off",
+            default_value_t = Switch::On,
+            requires = "partition"
+        )]
+        overlap_aux: Switch,
         /// Page-lock host buffers for large copies instead of staging them (the prover's
         /// --pin).
         #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
@@ -278,6 +288,11 @@ pub struct ProveArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
     pub pin: Switch,
 
+    /// Upload each partition's aux assignment (the scalars of L, A and B) to the GPU while
+    /// its H MSM runs (on), or after it (off).
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub overlap_aux: Switch,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -353,6 +368,8 @@ pub struct Config {
     pub srs_decode: SrsDecode,
     /// Page-lock host memory for large copies to and from the GPU.
     pub pin: bool,
+    /// Upload the aux assignment beside the H MSM.
+    pub overlap_aux: bool,
     pub synth_threads: usize,
     pub presize: bool,
     /// Pre-compiled constraint system, and where to keep it.
@@ -388,6 +405,7 @@ impl Config {
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
             pin: false,
+            overlap_aux: true,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             pce: false,
@@ -436,6 +454,7 @@ impl TryFrom<ProveArgs> for Config {
             b_g2: a.b_g2,
             srs_decode: a.srs_decode,
             pin: a.pin == Switch::On,
+            overlap_aux: a.overlap_aux == Switch::On,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -489,6 +508,9 @@ mod tests {
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
         assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, false));
         assert!(config(&["--pin", "on"]).unwrap().pin);
+        assert!(config(&[]).unwrap().overlap_aux);
+        assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
+        assert!(config(&["--overlap-aux", "maybe"]).is_err());
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));
         assert_eq!(

@@ -142,6 +142,7 @@ fn real_main(cli: Cli) -> Result<()> {
             partition,
             partition_log,
             split_msm,
+            overlap_aux,
             pin,
             runs,
             gpu,
@@ -165,6 +166,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 window: cuzk_prove::cli::parse_msm_window(&msm_window)?,
                 partition: partition.then_some(partition_log),
                 split: split_msm == cuzk_prove::cli::Switch::On,
+                overlap_aux: overlap_aux == cuzk_prove::cli::Switch::On,
             })?;
             if let Some(j) = &json {
                 output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;

@@ -132,7 +132,8 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
                 split: cfg.split_msm,
             };
             let auto = cfg.device == Device::Auto;
-            let b = Cuda::new(msm, cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, auto);
+            let b = Cuda::new(msm, cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, auto)
+                .overlap_aux(cfg.overlap_aux);
             // Waited for under --device cuda, and for a --gpu other than 0: the only
             // index that can be out of range under auto (no GPU at all means the CPU).
             if !auto || cfg.gpu > 0 {

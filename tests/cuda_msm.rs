@@ -701,3 +701,74 @@ fn device_scalars_select_and_msm() {
     }
     check_device_scalars(false);
 }
+
+/// An upload beside other device work (the prover's `--overlap-aux`): the scalars arrive
+/// intact, the MSM run meanwhile is right, and an error of the work is the result's.
+fn check_upload_during(emulate: bool) {
+    // On the GPU large enough for the staged copy (pinned buffers, worker thread).
+    let n = if emulate { 3000 } else { (1 << 22) + 3 };
+    let s = bench::witness_scalars(n, 30, 30, 21);
+    let m = if emulate { 700 } else { 70_001 };
+    let pts = points::<G1Projective>(m, 22);
+    let raw: Vec<u8> = pts
+        .iter()
+        .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+        .collect();
+    let set = if emulate {
+        cuda::DevicePoints::<G1Affine>::decode_emulated(&raw).unwrap()
+    } else {
+        cuda::DevicePoints::<G1Affine>::decode(&raw, false).unwrap()
+    };
+    let k = scalars(m, 23);
+    let resident = cuda::DeviceScalars::upload(&k, emulate).unwrap();
+    let (up, got) = cuda::DeviceScalars::upload_during(&s, emulate, || {
+        let all = cuda::Scalars::Device(&resident, 0, m);
+        let cfg = Msm {
+            window: 0,
+            split: false,
+        };
+        Ok(cuda::msm_with(cuda::Points::Device(&set, 0), all, cfg)?.0)
+    })
+    .unwrap();
+    assert_eq!(up.len(), n);
+    assert!(
+        up.read().unwrap() == s,
+        "scalars uploaded beside an MSM differ"
+    );
+    assert_eq!(
+        got,
+        G1Projective::reference(&pts, &k),
+        "MSM beside an upload"
+    );
+
+    let e = cuda::DeviceScalars::upload_during(&s, emulate, || -> anyhow::Result<()> {
+        anyhow::bail!("the work failed")
+    })
+    .map(|_| ())
+    .unwrap_err();
+    assert!(e.to_string().contains("the work failed"), "{e}");
+    // Nothing left behind: the next upload is whole.
+    let again = cuda::DeviceScalars::upload(&s[..100], emulate).unwrap();
+    assert_eq!(again.read().unwrap(), s[..100].to_vec());
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn upload_during_emulated() {
+    check_upload_during(true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn upload_during() {
+    if !gpu_or_skip() {
+        return;
+    }
+    check_upload_during(false);
+}

@@ -1,5 +1,8 @@
 // Entry points for scalar sets (scalars.cuh): upload, select by a density bitmap, free.
 // MSMs read a set directly (msm/msm.cu); the NTT can leave H in one (ntt/ntt.cu).
+#include <chrono>
+#include <cstdio>
+#include <memory>
 #include <new>
 
 #include "scalars.cuh"
@@ -129,3 +132,94 @@ extern "C" int cuzk_scalars_read(const void* set, size_t offset, size_t n, void*
 }
 
 extern "C" void cuzk_scalars_free(void* set) { delete (ScalarSet*)set; }
+
+namespace {
+
+// An upload under way (cuzk_scalars_begin … cuzk_scalars_end): the copy runs on a worker
+// thread and a stream of its own (exec.cuh, upload_async), so the caller can queue other
+// work on the device meanwhile: the prover uploads a partition's aux assignment while
+// its H MSM runs.
+struct ScalarUpload {
+    char err[512] = {};
+    std::chrono::steady_clock::time_point t0;  // CUZK_TRACE: when it began
+    // Declared before the pending copies, so destroyed after them (their destructors
+    // join the worker and wait for its stream): nothing writes the set once it is freed.
+    std::unique_ptr<ScalarSet> set;
+    cuzk::DeviceExec dev{err, sizeof err};
+    cuzk::DevicePending dev_pending;
+    cuzk::HostExec host{err, sizeof err};
+    cuzk::HostPending host_pending;
+};
+
+double since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+template <class Exec, class Pending>
+int begin_upload(Exec& ex, Pending& p, ScalarSet& s, const FrMont* host) {
+    auto& buf = cuzk::storage(s, ex);
+    // Allocated here, on the default stream: the copy's stream waits only for the work
+    // queued there so far (pending_batches), not for what the caller queues next.
+    CUZK_RC(ex.alloc(buf, s.n, "scalars"));
+    return ex.upload_async(buf.ptr, host, s.n, p, 1);
+}
+
+}  // namespace
+
+// Starts copying the n scalars of `host` into a new set, in the background; `host` must
+// stay valid and unchanged until cuzk_scalars_end. *out: the upload's handle.
+extern "C" int cuzk_scalars_begin(const void* host, size_t n, int emulate, void** out,
+                                  char* err, size_t errlen) {
+    *out = nullptr;
+    auto* u = new (std::nothrow) ScalarUpload{};
+    if (u) u->set.reset(new (std::nothrow) ScalarSet{});
+    if (!u || !u->set) {
+        delete u;
+        snprintf(err, errlen, "scalars: out of host memory");
+        return -1;
+    }
+    u->set->emulate = emulate != 0;
+    u->set->n = n;
+    u->t0 = std::chrono::steady_clock::now();
+    int rc;
+    try {
+        rc = emulate ? begin_upload(u->host, u->host_pending, *u->set, (const FrMont*)host)
+                     : begin_upload(u->dev, u->dev_pending, *u->set, (const FrMont*)host);
+    } catch (const std::exception& e) {
+        snprintf(u->err, sizeof u->err, "%s", e.what());
+        rc = -1;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "scalars upload: %s", u->err);
+        delete u;
+        return rc;
+    }
+    if (cuzk::trace_on())
+        fprintf(stderr, "cuzk trace scalars upload: began in %.1f ms\n", since(u->t0));
+    *out = u;
+    return 0;
+}
+
+// Waits for the upload `handle` (consumed) and hands over its set in *out: kernels
+// queued on the default stream from now on see the scalars.
+extern "C" int cuzk_scalars_end(void* handle, void** out, char* err, size_t errlen) {
+    *out = nullptr;
+    auto* u = (ScalarUpload*)handle;
+    const double at_end = since(u->t0);
+    const int rc = u->set->emulate ? u->host.wait(u->host_pending) : u->dev.wait(u->dev_pending);
+    if (rc != 0) {
+        snprintf(err, errlen, "scalars upload: %s", u->err);
+        delete u;
+        return rc;
+    }
+    const double waited = since(u->t0);
+    *out = u->set.release();
+    const auto t0 = u->t0;
+    delete u;  // joins the worker, whose copies the default stream already waits for
+    if (cuzk::trace_on())
+        fprintf(stderr,
+                "cuzk trace scalars upload: end called at %.1f ms, waited until %.1f, "
+                "done %.1f\n",
+                at_end, waited, since(t0));
+    return 0;
+}

@@ -14,7 +14,9 @@
 //! (`prefetch`, started by the pipeline before synthesis): a helper thread creates the
 //! context, then decodes every section on the device, where it stays for every batch of
 //! the run (`--max-circuits`). The products then go partition by partition, each
-//! partition's aux assignment uploaded once for L, A and B. When the GPU lacks the room
+//! partition's aux assignment uploaded once for L, A and B, while the GPU computes its H
+//! MSM (`--overlap-aux`: the copy engine and a worker thread move it, the SMs run the
+//! MSM; nothing else uses the bus then). When the GPU lacks the room
 //! for all sections plus the MSMs' scratch, they go product by product instead, each
 //! section uploaded and decoded just before its MSMs and freed after them.
 
@@ -65,6 +67,9 @@ pub struct Cuda {
     /// Page-lock each mapped SRS section while it is copied to the device (`--pin on`),
     /// else stage it through pinned buffers.
     pub pin: bool,
+    /// With the SRS resident, upload each partition's aux assignment while its H MSM runs
+    /// (`--overlap-aux on`, the default) rather than after it.
+    pub overlap_aux: bool,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
     /// Whether there is a usable GPU, settled by a probe that runs on a helper thread
@@ -359,9 +364,16 @@ impl Cuda {
             srs_decode,
             gpu,
             pin,
+            overlap_aux: true,
             resident: Default::default(),
             probe: Probe::start(fallback, gpu),
         }
+    }
+
+    /// `--overlap-aux`: the aux assignment's upload beside the H MSM (default on).
+    pub fn overlap_aux(mut self, on: bool) -> Self {
+        self.overlap_aux = on;
+        self
     }
 
     /// Whether this backend proves on the GPU, waiting for the probe (see [`Probe::gpu`]).
@@ -571,7 +583,7 @@ impl Phases {
         r
     }
 
-    fn record(&self, t: &mut Timings, split: bool, g2: bool, aux_once: bool) {
+    fn record(&self, t: &mut Timings, split: bool, g2: bool, aux_once: bool, overlap_aux: bool) {
         let row = |t: &mut Timings, p: Phase, name: &str| t.add(name, self.wall[p as usize]);
         row(t, Phase::Ntt, "H: NTT on the GPU (with transfers)");
         t.add(
@@ -584,7 +596,11 @@ impl Phases {
             row(
                 t,
                 Phase::AuxUpload,
-                "upload aux assignment (once per partition)",
+                if overlap_aux {
+                    "upload aux assignment (once per partition, beyond MSM h)"
+                } else {
+                    "upload aux assignment (once per partition)"
+                },
             );
         }
         let products = [
@@ -639,13 +655,16 @@ fn query<P: GpuAffine>(
 }
 
 impl Cuda {
-    /// H for one partition: the NTT leaves it on the device for its MSM.
+    /// H for one partition: the NTT leaves it on the device for its MSM. With `aux`, that
+    /// assignment goes to the device during the MSM (returned; its upload's wait beyond
+    /// the MSM is timed as the aux upload).
     fn h_product(
         &self,
         pts: &Loaded<G1Affine>,
         (a, b, c): (Vec<Fr>, Vec<Fr>, Vec<Fr>),
+        aux: Option<&[Fr]>,
         ph: &mut Phases,
-    ) -> Result<G1Projective> {
+    ) -> Result<(G1Projective, Option<DeviceScalars>)> {
         let hd = ph.time(Phase::Ntt, |_| {
             let (hd, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
             drop((a, b, c));
@@ -656,7 +675,19 @@ impl Cuda {
             split: false,
             ..self.msm
         };
-        ph.time(Phase::HMsm, |work| pts.msm_dev(0, &hd.0, h_cfg, work))
+        let Some(aux) = aux else {
+            let h = ph.time(Phase::HMsm, |work| pts.msm_dev(0, &hd.0, h_cfg, work))?;
+            return Ok((h, None));
+        };
+        let t0 = Instant::now();
+        let (aux, (h, msm)) = DeviceScalars::upload_during(aux, false, || {
+            let t1 = Instant::now();
+            let h = pts.msm_dev(0, &hd.0, h_cfg, &mut ph.work[Phase::HMsm as usize])?;
+            Ok((h, t1.elapsed()))
+        })?;
+        ph.wall[Phase::HMsm as usize] += msm;
+        ph.wall[Phase::AuxUpload as usize] += t0.elapsed().saturating_sub(msm);
+        Ok((h, Some(aux)))
     }
 
     /// With the SRS resident, partition by partition: H, then the aux assignment goes to
@@ -695,10 +726,15 @@ impl Cuda {
             );
             let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
             for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-                o.h = self.h_product(&h, abc, &mut ph)?;
-                let aux = ph.time(Phase::AuxUpload, |_| {
-                    DeviceScalars::upload(&p.aux_assignment, false)
-                })?;
+                let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
+                let (h, aux) = self.h_product(&h, abc, beside, &mut ph)?;
+                o.h = h;
+                let aux = match aux {
+                    Some(aux) => aux,
+                    None => ph.time(Phase::AuxUpload, |_| {
+                        DeviceScalars::upload(&p.aux_assignment, false)
+                    })?,
+                };
                 o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, &aux, w, k))?;
                 o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, &aux, w, k))?;
                 o.b_g1 = ph.time(Phase::BG1, |k| query(Query::B, &b_g1, p, &aux, w, k))?;
@@ -706,7 +742,7 @@ impl Cuda {
                     o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, b_g2, p, &aux, w, k))?;
                 }
             }
-            ph.record(t, w.split, g2_on_gpu, true);
+            ph.record(t, w.split, g2_on_gpu, true, self.overlap_aux);
             return Ok(out);
         }
 
@@ -714,7 +750,7 @@ impl Cuda {
         // of a 32GiB proof's H at once would not fit beside the SRS).
         let pts = self.load(srs, &srs.h, g1, t)?;
         for (o, abc) in out.iter_mut().zip(abc) {
-            o.h = self.h_product(&pts, abc, &mut ph)?;
+            o.h = self.h_product(&pts, abc, None, &mut ph)?.0;
         }
         drop(pts);
         let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
@@ -739,7 +775,7 @@ impl Cuda {
                 o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &pts, p, &upload(p)?, w, k))?;
             }
         }
-        ph.record(t, w.split, g2_on_gpu, false);
+        ph.record(t, w.split, g2_on_gpu, false, false);
         Ok(out)
     }
 }

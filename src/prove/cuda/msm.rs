@@ -115,6 +115,20 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
+        pub fn cuzk_scalars_begin(
+            host: *const c_void,
+            n: usize,
+            emulate: c_int,
+            out: *mut *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_scalars_end(
+            upload: *mut c_void,
+            out: *mut *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
         pub fn cuzk_scalars_select(
             set: *const c_void,
             words: *const u64,
@@ -370,6 +384,48 @@ impl DeviceScalars {
         #[cfg(not(cuzk_cuda))]
         {
             let _ = (scalars, emulate);
+            bail!(super::NO_CUDA_BUILD)
+        }
+    }
+
+    /// `upload` while `f` runs on this thread: the copy goes on a worker thread and a
+    /// stream of its own, so the device runs the work `f` queues meanwhile (the prover's H
+    /// MSM, beside a partition's aux assignment). Returns when both are done; an error of
+    /// either is the result's (the upload's first).
+    pub fn upload_during<T>(
+        scalars: &[Fr],
+        emulate: bool,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<(Self, T)> {
+        #[cfg(cuzk_cuda)]
+        {
+            let mut pending = std::ptr::null_mut();
+            // SAFETY: as in upload(); `scalars` stays borrowed, unchanged, until
+            // cuzk_scalars_end below has waited for the copy, on every path.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_scalars_begin(
+                    scalars.as_ptr() as *const _,
+                    scalars.len(),
+                    emulate as i32,
+                    &mut pending,
+                    e,
+                    l,
+                )
+            })?;
+            let value = f();
+            let mut set = std::ptr::null_mut();
+            // SAFETY: `pending` came from cuzk_scalars_begin and is consumed here, once.
+            super::call(|e, l| unsafe { ffi::cuzk_scalars_end(pending, &mut set, e, l) })?;
+            let this = Self {
+                set,
+                len: scalars.len(),
+                emulated: emulate,
+            };
+            Ok((this, value?))
+        }
+        #[cfg(not(cuzk_cuda))]
+        {
+            let _ = (scalars, emulate, f);
             bail!(super::NO_CUDA_BUILD)
         }
     }
