@@ -637,6 +637,19 @@ fn real_srs_sections_decode_on_device() {
 /// Scalars uploaded once and narrowed on the device by a density (the backend's A and B
 /// path) equal the host's selection, and an MSM reading them (over a decoded point set at
 /// an offset, as the prover's) equals blstrs.
+/// G1 points decoded on the device (emulate: in the host emulation) from raw bytes.
+fn g1_on_device(pts: &[G1Affine], emulate: bool) -> cuda::DevicePoints<G1Affine> {
+    let raw: Vec<u8> = pts
+        .iter()
+        .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
+        .collect();
+    if emulate {
+        cuda::DevicePoints::<G1Affine>::decode_emulated(&raw).unwrap()
+    } else {
+        cuda::DevicePoints::<G1Affine>::decode(&raw, false).unwrap()
+    }
+}
+
 fn check_device_scalars(emulate: bool) {
     use cuzk_prove::synth::Density;
     let sizes: &[(usize, usize)] = if emulate {
@@ -658,15 +671,7 @@ fn check_device_scalars(emulate: bool) {
         assert_eq!(sel.read().unwrap(), want, "select n = {n}");
 
         let pts = points::<G1Projective>(want.len() + 5, 9);
-        let raw: Vec<u8> = pts
-            .iter()
-            .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
-            .collect();
-        let set = if emulate {
-            cuda::DevicePoints::<G1Affine>::decode_emulated(&raw).unwrap()
-        } else {
-            cuda::DevicePoints::<G1Affine>::decode(&raw, false).unwrap()
-        };
+        let set = g1_on_device(&pts, emulate);
         for split in [false, true] {
             let cfg = Msm { window: 0, split };
             let all = cuda::Scalars::Device(&sel, 0, sel.len());
@@ -710,15 +715,7 @@ fn check_upload_during(emulate: bool) {
     let s = bench::witness_scalars(n, 30, 30, 21);
     let m = if emulate { 700 } else { 70_001 };
     let pts = points::<G1Projective>(m, 22);
-    let raw: Vec<u8> = pts
-        .iter()
-        .flat_map(|p| p.to_uncompressed().as_ref().to_vec())
-        .collect();
-    let set = if emulate {
-        cuda::DevicePoints::<G1Affine>::decode_emulated(&raw).unwrap()
-    } else {
-        cuda::DevicePoints::<G1Affine>::decode(&raw, false).unwrap()
-    };
+    let set = g1_on_device(&pts, emulate);
     let k = scalars(m, 23);
     let resident = cuda::DeviceScalars::upload(&k, emulate).unwrap();
     let (up, got) = cuda::DeviceScalars::upload_during(&s, emulate, || {

@@ -357,24 +357,43 @@ pub struct DeviceScalars {
 unsafe impl Send for DeviceScalars {}
 unsafe impl Sync for DeviceScalars {}
 
+/// The signature of `cuzk_scalars_new` and `cuzk_scalars_begin`: host scalars in, a handle
+/// out.
+#[cfg(cuzk_cuda)]
+type ScalarsFn = unsafe extern "C" fn(
+    *const std::ffi::c_void,
+    usize,
+    std::os::raw::c_int,
+    *mut *mut std::ffi::c_void,
+    *mut std::os::raw::c_char,
+    usize,
+) -> std::os::raw::c_int;
+
+/// Calls `f` (a new set, or the start of an upload) on `scalars`; its handle.
+#[cfg(cuzk_cuda)]
+fn scalars_call(f: ScalarsFn, scalars: &[Fr], emulate: bool) -> Result<*mut std::ffi::c_void> {
+    let mut out = std::ptr::null_mut();
+    // SAFETY: Scalar is #[repr(transparent)] over blst_fr (the device's FrMont); the callee
+    // reads n of them and writes the handle and the message.
+    super::call(|e, l| unsafe {
+        f(
+            scalars.as_ptr() as *const _,
+            scalars.len(),
+            emulate as i32,
+            &mut out,
+            e,
+            l,
+        )
+    })?;
+    Ok(out)
+}
+
 impl DeviceScalars {
     /// Copies `scalars` to the device (emulate: to host memory standing in for it).
     pub fn upload(scalars: &[Fr], emulate: bool) -> Result<Self> {
         #[cfg(cuzk_cuda)]
         {
-            let mut set = std::ptr::null_mut();
-            // SAFETY: Scalar is #[repr(transparent)] over blst_fr (the device's FrMont);
-            // the callee reads n of them and writes the set pointer and the message.
-            super::call(|e, l| unsafe {
-                ffi::cuzk_scalars_new(
-                    scalars.as_ptr() as *const _,
-                    scalars.len(),
-                    emulate as i32,
-                    &mut set,
-                    e,
-                    l,
-                )
-            })?;
+            let set = scalars_call(ffi::cuzk_scalars_new, scalars, emulate)?;
             Ok(Self {
                 set,
                 len: scalars.len(),
@@ -399,19 +418,9 @@ impl DeviceScalars {
     ) -> Result<(Self, T)> {
         #[cfg(cuzk_cuda)]
         {
-            let mut pending = std::ptr::null_mut();
-            // SAFETY: as in upload(); `scalars` stays borrowed, unchanged, until
-            // cuzk_scalars_end below has waited for the copy, on every path.
-            super::call(|e, l| unsafe {
-                ffi::cuzk_scalars_begin(
-                    scalars.as_ptr() as *const _,
-                    scalars.len(),
-                    emulate as i32,
-                    &mut pending,
-                    e,
-                    l,
-                )
-            })?;
+            // `scalars` stays borrowed, unchanged, until cuzk_scalars_end below has waited
+            // for the copy, on every path.
+            let pending = scalars_call(ffi::cuzk_scalars_begin, scalars, emulate)?;
             let value = f();
             let mut set = std::ptr::null_mut();
             // SAFETY: `pending` came from cuzk_scalars_begin and is consumed here, once.
