@@ -238,6 +238,9 @@ struct DevicePending {
     size_t recorded = 0;  // batches whose event the worker has recorded
     bool failed = false;
     char msg[256] = {};
+    // What a failure's message starts with ("point upload: …"), or null: the caller's
+    // own words wrap the worker's message.
+    const char* what = "point upload";
     DevicePending() = default;
     DevicePending(const DevicePending&) = delete;
     DevicePending& operator=(const DevicePending&) = delete;
@@ -720,7 +723,10 @@ struct DeviceExec {
             std::unique_lock<std::mutex> lk(p.m);
             p.cv.wait(lk, [&] { return p.recorded > batch || p.failed; });
             if (p.recorded <= batch) {
-                snprintf(err, errlen, "point upload: %s", p.msg);
+                if (p.what)
+                    snprintf(err, errlen, "%s: %s", p.what, p.msg);
+                else
+                    snprintf(err, errlen, "%s", p.msg);
                 return -1;
             }
         }

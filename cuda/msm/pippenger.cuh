@@ -299,8 +299,9 @@ struct NewlyReadyFn {
 // First level: sums a segment of signed points (sorted values) with mixed additions.
 template <class F>
 struct SumPointsFn {
-    // G1: 128 registers (4 blocks of 128 threads per SM) spill a little and win; G2's
-    // state is twice as large.
+    // G1: 128 registers (4 blocks of 128 threads per SM) spill a little and win (5 blocks,
+    // 102 registers, spill 4× as much: 2^22..2^25 2–5 % slower, session 12); G2's state is
+    // twice as large.
     static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 2 : 4;
     const uint32_t* seg_off;
     const uint32_t* first;
@@ -350,8 +351,12 @@ struct SumPointsFn {
 // Later levels: sums a segment of partial sums.
 template <class F>
 struct SumPartialsFn {
-    // XYZZ + XYZZ needs more live values than the mixed addition: 168 registers for G1.
-    static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 2 : 3;
+    // XYZZ + XYZZ needs more live values than the mixed addition. At 4 blocks (G1, 128
+    // registers) and 3 (G2, 168) it spills more than at 3 and 2 (static spill code: G1 0.9
+    // against 0.1 KB, G2 1.0 against 0.1 KB) and still gains from the extra warps: every
+    // split MSM of a 32GiB-shape partition −1 to −2 %, G1 witness-like MSMs 2^25 −5 to
+    // −13 % (docs/PERF.md, session 12).
+    static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 3 : 4;
     const uint32_t* seg_off;
     const uint32_t* first;
     const uint32_t* cnt;

@@ -180,6 +180,7 @@ extern "C" int cuzk_scalars_begin(const void* host, size_t n, int emulate, void*
     }
     u->set->emulate = emulate != 0;
     u->set->n = n;
+    u->dev_pending.what = nullptr;  // failures read "scalars upload: …" (cuzk_scalars_end)
     u->t0 = std::chrono::steady_clock::now();
     int rc;
     try {
