@@ -354,7 +354,7 @@ struct SumPartialsFn {
     // XYZZ + XYZZ needs more live values than the mixed addition. At 4 blocks (G1, 128
     // registers) and 3 (G2, 168) it spills more than at 3 and 2 (static spill code: G1 0.9
     // against 0.1 KB, G2 1.0 against 0.1 KB) and still gains from the extra warps: every
-    // split MSM of a 32GiB-shape partition −1 to −2 %, G1 witness-like MSMs 2^25 −5 to
+    // split MSM of a 32GiB-shape partition −1 to −2 %, G1 witness-like MSMs 2^25 −4 to
     // −13 % (docs/PERF.md, session 12).
     static constexpr int MIN_BLOCKS = sizeof(F) > 48 ? 3 : 4;
     const uint32_t* seg_off;
