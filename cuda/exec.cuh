@@ -466,6 +466,16 @@ struct DeviceExec {
         return launched(what, n, threads);
     }
 
+    // Threads of launch_heavy's kernels at min_blocks blocks an SM that the GPU holds at
+    // once (0 when the device cannot be queried; the launch then reports the error).
+    size_t resident_threads(int min_blocks) {
+        int dev = 0, sms = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return 0;
+        return (size_t)sms * (size_t)min_blocks * HEAVY_THREADS;
+    }
+
     // launch() for the curve-arithmetic kernels (see for_each_heavy): Fn::MIN_BLOCKS.
     template <class Fn>
     int launch_heavy(size_t n, const Fn& fn, const char* what) {
@@ -856,6 +866,8 @@ struct HostExec {
     int launch_heavy(size_t n, const Fn& fn, const char* what) {
         return launch(n, fn, what);
     }
+    // As for a small GPU, so that the tests' MSMs take slices of several lengths.
+    static size_t resident_threads(int) { return 64; }
     template <class Fn>
     int launch_blocks(size_t blocks, unsigned, size_t shared, const Fn& fn, const char* what) {
         std::vector<uint64_t> scratch;

@@ -14,13 +14,15 @@
 //  2. sort:     CUB radix sort of the (key, value) pairs: entries of one bucket become a
 //               contiguous run; zero digits sort last and are ignored.
 //  3. bounds:   the run [first, first + cnt) of each bucket.
-//  4. buckets:  segmented reduction. Each run is cut into segments of at most SEG entries;
-//               one thread sums one segment (mixed additions). The per-segment partial
-//               sums of a bucket are again contiguous, so the same step repeats on them
-//               (XYZZ additions) until every bucket has one sum. A heavy bucket (all
-//               scalars equal, say) is thus spread over many threads, not one. Points
-//               coming from the host arrive in batches meanwhile; the first level sums
-//               each segment as soon as the batch with its last point is on the device.
+//  4. buckets:  segmented reduction. With every point on the device, thread t sums the
+//               t-th slice of L sorted entries (mixed additions), whatever buckets it
+//               spans, and writes a partial sum per bucket it meets (SumSlicesFn). Points
+//               coming from the host arrive in batches meanwhile; then each run is cut
+//               into segments of at most SEG entries instead, one a thread, each summed
+//               as soon as the batch with its last point is on the device. Either way the
+//               partial sums of a bucket are contiguous, so a segmented sum repeats on
+//               them (XYZZ additions) until every bucket has one sum. A heavy bucket (all
+//               scalars equal, say) is thus spread over many threads, not one.
 //  5. windows:  Σ_j (j+1)·S_j per window by the running-sum trick, in chunks of CHUNK
 //               buckets per thread: chunk t yields Σ_i (i+1)·S_{tM+i} + tM·Σ_i S_{tM+i};
 //               the chunks of a window are then summed by step 4's segmented reduction.
@@ -49,6 +51,27 @@ namespace msm {
 // short and a long serial chain per thread would leave the GPU idle.
 constexpr uint32_t SEG = 32;
 constexpr uint32_t SEG_PARTIALS = 4;
+// Entries summed by one thread in SumSlicesFn: long slices mean fewer partial sums, short
+// ones enough threads to fill the GPU, and a shorter last wave (a slice of 128 mixed
+// additions takes a thread ~3.6 ms when the GPU is full). The longest power of two in
+// [SLICE_MIN, SLICE_MAX] that still gives each thread slot of the GPU 8 slices: MSM h at
+// 2^27 (1.7 G entries) takes 128, a partition's tail MSMs 16–64 (docs/PERF.md, session 13).
+// CUZK_MSM_SLICE=N fixes it (0: the per-bucket segments of SumPointsFn), for measuring.
+constexpr uint32_t SLICE_MIN = 16, SLICE_MAX = 128;
+inline long slice_fixed() {  // −1: automatic
+    static const long fixed = [] {
+        const char* v = getenv("CUZK_MSM_SLICE");
+        const long x = v ? strtol(v, nullptr, 10) : -1;
+        return x >= 0 && x <= 4096 ? x : -1;
+    }();
+    return fixed;
+}
+inline uint32_t slice_len(size_t entries, size_t slots) {
+    if (slice_fixed() > 0) return (uint32_t)slice_fixed();
+    uint32_t len = SLICE_MIN;
+    while (len < SLICE_MAX && entries / (2 * len) >= 8 * slots) len *= 2;
+    return len;
+}
 constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window reduction
 constexpr uint32_t NEG_FLAG = 0x80000000u;
 constexpr unsigned MAX_C = 24;
@@ -348,6 +371,72 @@ struct SumPointsFn {
     }
 };
 
+// First level when every point is on the device: thread t sums the sorted entries
+// [tL, min(tL + L, total)), a fixed slice of the whole sorted array rather than a segment
+// of one bucket, and writes one partial sum for each bucket the slice meets. Every lane of
+// a warp then runs the same L steps; with per-bucket segments, the lanes holding a bucket's
+// short last segment idle until the warp's longest segment is done (why longer segments
+// measured slower, session 12). A bucket's partial sums stay contiguous and in entry order:
+// slice t's first one is number t − ⌊first[g]/L⌋ of its first bucket g (SliceCountFn), and
+// each later bucket the slice meets starts in it, at the next index.
+template <class F>
+struct SumSlicesFn {
+    static constexpr int MIN_BLOCKS = SumPointsFn<F>::MIN_BLOCKS;
+    const uint32_t* keys;  // sorted bucket keys, or null: one group (key 0)
+    const uint32_t* vals;  // the sorted values: point index | sign
+    const uint32_t* seg_off;
+    const uint32_t* first;
+    uint32_t total;  // entries with a digit (zero digits sort after them)
+    uint32_t len;    // L
+    const Affine<F>* points;
+    XYZZ<F>* out;
+    CUZK_HD void operator()(size_t t) const {
+        const uint32_t lo = (uint32_t)t * len;
+        const uint32_t hi = total - lo > len ? lo + len : total;
+        uint32_t key = keys ? keys[lo] : 0;
+        uint32_t o = seg_off[key] + (uint32_t)t - first[key] / len;
+        uint32_t v = vals[lo];
+        XYZZ<F> acc = to_xyzz(points[v & ~NEG_FLAG], (v & NEG_FLAG) != 0);
+        // As in SumPointsFn, the next entry's point is loaded before the current addition.
+        uint32_t e = lo + 1, k = 0;
+        Affine<F> next;
+        if (e < hi) {
+            v = vals[e];
+            k = keys ? keys[e] : 0;
+            next = points[v & ~NEG_FLAG];
+        }
+        for (; e < hi; ++e) {
+            Affine<F> a = next;
+            const bool negate = (v & NEG_FLAG) != 0;
+            const uint32_t ka = k;
+            if (e + 1 < hi) {
+                v = vals[e + 1];
+                k = keys ? keys[e + 1] : 0;
+                next = points[v & ~NEG_FLAG];
+            }
+            if (ka != key) {  // the next bucket starts here
+                out[o++] = acc;
+                key = ka;
+                acc = xyzz_inf<F>();  // padd_affine(∞, a) = a
+            }
+            if (negate) a.y = neg(a.y);  // (0, 0), infinity, stays itself
+            acc = padd_affine(acc, a);
+        }
+        out[o] = acc;
+    }
+};
+
+// Partial sums of each bucket under SumSlicesFn: the number of slices its run meets.
+struct SliceCountFn {
+    const uint32_t* first;
+    const uint32_t* cnt;
+    uint32_t len;
+    uint32_t* segs;
+    CUZK_HD void operator()(size_t g) const {
+        segs[g] = cnt[g] ? (first[g] + cnt[g] - 1) / len - first[g] / len + 1 : 0;
+    }
+};
+
 // Later levels: sums a segment of partial sums.
 template <class F>
 struct SumPartialsFn {
@@ -484,15 +573,18 @@ struct Pippenger {
     // Points still arriving from the host in batches are consumed batch by batch: each
     // batch's launch sums the segments it completes (ReadySegmentsFn), so the additions
     // start before the last point has arrived and the sums are those of one upload.
-    int accumulate(const Affine<F>* points, const uint32_t* vals, Buf<uint32_t>& first,
-                   Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt, Buf<XYZZ<F>>& sums,
-                   const char* what) {
+    // keys: the sorted bucket keys beside vals, or null for a single group.
+    int accumulate(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
+                   Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt,
+                   Buf<XYZZ<F>>& sums, const char* what) {
+        const auto& ends = points_upload.ends;
+        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
+        if (batches == 1 && slice_fixed() != 0)
+            return accumulate_slices(points, keys, vals, first, cnt, groups, max_cnt, sums, what);
         Buf<uint32_t> segs, seg_off;
         uint32_t total;
         CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
         CUZK_RC(ex.alloc(sums, total, what));
-        const auto& ends = points_upload.ends;
-        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
         if (batches == 1) {
             CUZK_RC(ex.wait(points_upload));
             CUZK_RC(ex.launch_heavy(total,
@@ -542,6 +634,34 @@ struct Pippenger {
         return 0;
     }
 
+    // accumulate() with every point on the device: a slice of entries a thread
+    // (SumSlicesFn). first and cnt then describe each group's partial sums, and *max_cnt
+    // is the largest group's count of them.
+    int accumulate_slices(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
+                          Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups,
+                          uint32_t* max_cnt, Buf<XYZZ<F>>& sums, const char* what) {
+        Buf<uint32_t> segs, seg_off;
+        uint64_t total, entries;
+        CUZK_RC(ex.alloc(seg_off, groups, "partial sum offsets"));
+        // Entries with a digit: the counts' total (seg_off serves as scratch).
+        CUZK_RC(exclusive_sum_total(ex, cnt.ptr, seg_off.ptr, groups, &entries));
+        const uint32_t len =
+            slice_len(entries, ex.resident_threads(SumSlicesFn<F>::MIN_BLOCKS));
+        CUZK_RC(ex.alloc(segs, groups, "partial sums per group"));
+        CUZK_RC(ex.launch(groups, SliceCountFn{first.ptr, cnt.ptr, len, segs.ptr},
+                          "slices per group", 256));
+        CUZK_RC(exclusive_sum_total(ex, segs.ptr, seg_off.ptr, groups, &total));
+        CUZK_RC(ex.alloc(sums, total, what));
+        CUZK_RC(ex.wait(points_upload));
+        CUZK_RC(ex.launch_heavy((entries + len - 1) / len,
+                                SumSlicesFn<F>{keys, vals, seg_off.ptr, first.ptr,
+                                               (uint32_t)entries, len, points, sums.ptr},
+                                what));
+        first.swap(seg_off);
+        cnt.swap(segs);
+        return ex.max_u32(cnt.ptr, groups, max_cnt);
+    }
+
     // Split: the point indices of the ones into `ones` (*n_ones of them, summed later by
     // sum_ones), the tail's scalars into `scalars` (swapped) and their point indices into
     // tail_idx.
@@ -584,7 +704,7 @@ struct Pippenger {
         CUZK_RC(ex.launch(1, OneGroupFn{(uint32_t)n_ones, first.ptr, cnt.ptr}, "ones group"));
         Buf<XYZZ<F>> partial;
         uint32_t max_cnt = (uint32_t)n_ones;
-        CUZK_RC(accumulate(points, ones.ptr, first, cnt, 1, &max_cnt, partial,
+        CUZK_RC(accumulate(points, nullptr, ones.ptr, first, cnt, 1, &max_cnt, partial,
                            "batch addition of ones"));
         CUZK_RC(reduce_groups(partial, first, cnt, 1, max_cnt));
         CUZK_RC(ex.alloc(ones_sum, 1, "sum of ones"));
@@ -752,15 +872,15 @@ struct Pippenger {
             CUZK_RC(ex.launch(groups, CountFn{first.ptr, end.ptr, cnt.ptr}, "bucket sizes",
                               256));
             CUZK_RC(ex.max_u32(cnt.ptr, groups, &max_cnt));
-            keys.reset();
         }
 
         // 4. Bucket sums.
         Buf<XYZZ<F>> sums;
         CUZK_RC(ex.mark("bucket runs"));
-        CUZK_RC(accumulate(points, vals.ptr, first, cnt, groups, &max_cnt, sums,
+        CUZK_RC(accumulate(points, keys.ptr, vals.ptr, first, cnt, groups, &max_cnt, sums,
                            "bucket accumulation"));
         CUZK_RC(ex.mark("bucket accumulation"));
+        keys.reset();
         vals.reset();
         CUZK_RC(reduce_groups(sums, first, cnt, groups, max_cnt));
         CUZK_RC(ex.mark("bucket partial sums reduced"));
