@@ -636,15 +636,15 @@ struct Pippenger {
 
     // accumulate() with every point on the device: a slice of entries a thread
     // (SumSlicesFn). first and cnt then describe each group's partial sums, and *max_cnt
-    // is the largest group's count of them.
+    // bounds the largest group's count of them.
     int accumulate_slices(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
                           Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups,
                           uint32_t* max_cnt, Buf<XYZZ<F>>& sums, const char* what) {
         Buf<uint32_t> segs, seg_off;
-        uint64_t total, entries;
+        uint64_t total, entries = *max_cnt;  // one group: its count
         CUZK_RC(ex.alloc(seg_off, groups, "partial sum offsets"));
         // Entries with a digit: the counts' total (seg_off serves as scratch).
-        CUZK_RC(exclusive_sum_total(ex, cnt.ptr, seg_off.ptr, groups, &entries));
+        if (groups > 1) CUZK_RC(exclusive_sum_total(ex, cnt.ptr, seg_off.ptr, groups, &entries));
         const uint32_t len =
             slice_len(entries, ex.resident_threads(SumSlicesFn<F>::MIN_BLOCKS));
         CUZK_RC(ex.alloc(segs, groups, "partial sums per group"));
@@ -659,7 +659,9 @@ struct Pippenger {
                                 what));
         first.swap(seg_off);
         cnt.swap(segs);
-        return ex.max_u32(cnt.ptr, groups, max_cnt);
+        // A run of k entries meets at most ⌈k/L⌉ + 1 slices.
+        *max_cnt = (uint32_t)(((uint64_t)*max_cnt + len - 1) / len + 1);
+        return 0;
     }
 
     // Split: the point indices of the ones into `ones` (*n_ones of them, summed later by
