@@ -14,15 +14,14 @@
 //  2. sort:     CUB radix sort of the (key, value) pairs: entries of one bucket become a
 //               contiguous run; zero digits sort last and are ignored.
 //  3. bounds:   the run [first, first + cnt) of each bucket.
-//  4. buckets:  segmented reduction. With every point on the device, thread t sums the
-//               t-th slice of L sorted entries (mixed additions), whatever buckets it
-//               spans, and writes a partial sum per bucket it meets (SumSlicesFn). Points
-//               coming from the host arrive in batches meanwhile; then each run is cut
-//               into segments of at most SEG entries instead, one a thread, each summed
-//               as soon as the batch with its last point is on the device. Either way the
-//               partial sums of a bucket are contiguous, so a segmented sum repeats on
-//               them (XYZZ additions) until every bucket has one sum. A heavy bucket (all
-//               scalars equal, say) is thus spread over many threads, not one.
+//  4. buckets:  segmented reduction. Thread t sums the t-th slice of L sorted entries
+//               (mixed additions), whatever buckets it spans, and writes a partial sum
+//               per bucket it meets (SumSlicesFn). The partial sums of a bucket are
+//               contiguous, so a segmented sum repeats on them (XYZZ additions) until
+//               every bucket has one sum. A heavy bucket (all scalars equal, say) is thus
+//               spread over many threads, not one. Points coming from the host arrive in
+//               batches meanwhile; a slice is summed as soon as the batch with its
+//               largest point index is on the device.
 //  5. windows:  Σ_j (j+1)·S_j per window by the running-sum trick, in chunks of CHUNK
 //               buckets per thread: chunk t yields Σ_i (i+1)·S_{tM+i} + tM·Σ_i S_{tM+i};
 //               the chunks of a window are then summed by step 4's segmented reduction.
@@ -319,7 +318,8 @@ struct NewlyReadyFn {
     }
 };
 
-// First level: sums a segment of signed points (sorted values) with mixed additions.
+// First level with CUZK_MSM_SLICE=0 (the way before slices, kept to measure against):
+// sums a segment of one bucket's signed points (sorted values) with mixed additions.
 template <class F>
 struct SumPointsFn {
     // G1: 128 registers (4 blocks of 128 threads per SM) spill a little and win (5 blocks,
@@ -371,7 +371,7 @@ struct SumPointsFn {
     }
 };
 
-// First level when every point is on the device: thread t sums the sorted entries
+// First level: thread t sums the sorted entries
 // [tL, min(tL + L, total)), a fixed slice of the whole sorted array rather than a segment
 // of one bucket, and writes one partial sum for each bucket the slice meets. Every lane of
 // a warp then runs the same L steps; with per-bucket segments, the lanes holding a bucket's
@@ -390,7 +390,9 @@ struct SumSlicesFn {
     uint32_t len;    // L
     const Affine<F>* points;
     XYZZ<F>* out;
-    CUZK_HD void operator()(size_t t) const {
+    const uint32_t* ids;  // thread i sums slice ids[i] (points in batches), or null: slice i
+    CUZK_HD void operator()(size_t i) const {
+        const size_t t = ids ? ids[i] : i;
         const uint32_t lo = (uint32_t)t * len;
         const uint32_t hi = total - lo > len ? lo + len : total;
         uint32_t key = keys ? keys[lo] : 0;
@@ -423,6 +425,48 @@ struct SumSlicesFn {
             acc = padd_affine(acc, a);
         }
         out[o] = acc;
+    }
+};
+
+// Points uploaded in batches (point indices below ends[b] have arrived once batch b
+// has): slice t can be summed after the first batch that holds its largest point index.
+// Within a bucket the sorted values are in point order, so a slice inside one bucket
+// covers a narrow range of points; one spanning a boundary waits for a late batch.
+struct SliceBatchFn {
+    const uint32_t* vals;
+    uint32_t total, len;
+    const uint32_t* ends;  // batches − 1 of them
+    uint32_t batches;
+    uint32_t* batch;
+    CUZK_HD void operator()(size_t t) const {
+        const uint32_t lo = (uint32_t)t * len;
+        const uint32_t hi = total - lo > len ? lo + len : total;
+        uint32_t top = 0;
+        for (uint32_t e = lo; e < hi; ++e) {
+            const uint32_t p = vals[e] & ~NEG_FLAG;
+            top = p > top ? p : top;
+        }
+        uint32_t b = 0;
+        while (b + 1 < batches && top >= ends[b]) ++b;
+        batch[t] = b;
+    }
+};
+
+// 1 in flag[t] where batch[t] = b.
+struct BatchFlagFn {
+    const uint32_t* batch;
+    uint32_t b;
+    uint32_t* flag;
+    CUZK_HD void operator()(size_t t) const { flag[t] = batch[t] == b; }
+};
+
+// The flagged slices' numbers, in order, at the positions the flags' exclusive sum gives.
+struct FlaggedIdsFn {
+    const uint32_t* flag;
+    const uint32_t* pos;
+    uint32_t* ids;
+    CUZK_HD void operator()(size_t t) const {
+        if (flag[t]) ids[pos[t]] = (uint32_t)t;
     }
 };
 
@@ -579,7 +623,7 @@ struct Pippenger {
                    Buf<XYZZ<F>>& sums, const char* what) {
         const auto& ends = points_upload.ends;
         const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
-        if (batches == 1 && slice_fixed() != 0)
+        if (slice_fixed() != 0)
             return accumulate_slices(points, keys, vals, first, cnt, groups, max_cnt, sums, what);
         Buf<uint32_t> segs, seg_off;
         uint32_t total;
@@ -634,8 +678,9 @@ struct Pippenger {
         return 0;
     }
 
-    // accumulate() with every point on the device: a slice of entries a thread
-    // (SumSlicesFn). first and cnt then describe each group's partial sums, and *max_cnt
+    // accumulate() by slices of entries, one a thread (SumSlicesFn); with points still
+    // arriving in batches, each batch's launch sums the slices it completes
+    // (SliceBatchFn). first and cnt then describe each group's partial sums, and *max_cnt
     // bounds the largest group's count of them.
     int accumulate_slices(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
                           Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups,
@@ -652,11 +697,50 @@ struct Pippenger {
                           "slices per group", 256));
         CUZK_RC(exclusive_sum_total(ex, segs.ptr, seg_off.ptr, groups, &total));
         CUZK_RC(ex.alloc(sums, total, what));
-        CUZK_RC(ex.wait(points_upload));
-        CUZK_RC(ex.launch_heavy((entries + len - 1) / len,
-                                SumSlicesFn<F>{keys, vals, seg_off.ptr, first.ptr,
-                                               (uint32_t)entries, len, points, sums.ptr},
-                                what));
+        const uint32_t slices = (uint32_t)((entries + len - 1) / len);
+        const SumSlicesFn<F> fn{keys, vals,   seg_off.ptr, first.ptr, (uint32_t)entries,
+                                len,  points, sums.ptr,    nullptr};
+        const auto& ends = points_upload.ends;
+        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
+        if (batches == 1 || slices == 0) {
+            CUZK_RC(ex.wait(points_upload));
+            CUZK_RC(ex.launch_heavy(slices, fn, what));
+        } else {
+            // Each batch's slices, in order, at ids + at[b] (count[b] of them).
+            Buf<uint32_t> bounds, batch, flag, pos, ids;
+            std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
+            CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
+            CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
+            CUZK_RC(ex.alloc(batch, slices, "batch of each slice"));
+            CUZK_RC(ex.launch(slices,
+                              SliceBatchFn{vals, (uint32_t)entries, len, bounds.ptr, batches,
+                                           batch.ptr},
+                              "batch of each slice", 256));
+            CUZK_RC(ex.alloc(flag, slices, "slices of a batch"));
+            CUZK_RC(ex.alloc(pos, slices, "slice positions"));
+            CUZK_RC(ex.alloc(ids, slices, "slices by batch"));
+            std::vector<uint32_t> at(batches), count(batches);
+            uint32_t done = 0;
+            for (uint32_t b = 0; b < batches; ++b) {
+                uint64_t k;
+                CUZK_RC(ex.launch(slices, BatchFlagFn{batch.ptr, b, flag.ptr}, "slices of a batch",
+                                  256));
+                CUZK_RC(exclusive_sum_total(ex, flag.ptr, pos.ptr, slices, &k));
+                CUZK_RC(ex.launch(slices, FlaggedIdsFn{flag.ptr, pos.ptr, ids.ptr + done},
+                                  "slices by batch", 256));
+                at[b] = done;
+                count[b] = (uint32_t)k;
+                done += (uint32_t)k;
+            }
+            for (uint32_t b = 0; b < batches; ++b) {
+                if (!count[b]) continue;
+                SumSlicesFn<F> part = fn;
+                part.ids = ids.ptr + at[b];
+                CUZK_RC(ex.wait(points_upload, b));
+                CUZK_RC(ex.mark("(a batch's slices start)"));
+                CUZK_RC(ex.launch_heavy(count[b], part, what));
+            }
+        }
         first.swap(seg_off);
         cnt.swap(segs);
         // A run of k entries meets at most ⌈k/L⌉ + 1 slices.
