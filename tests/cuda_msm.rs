@@ -395,6 +395,41 @@ fn msm_matches_blstrs_emulated() {
     gather_cases::<G2Projective>(&[1000], true);
 }
 
+/// The first level's other form, per-bucket segments (`CUZK_MSM_SLICE=0`, kept to measure
+/// the slices against), emulated: the variable is read once per process, so this test runs
+/// its checks in a child process of this test binary with it set.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_segments_match_blstrs_emulated() {
+    if std::env::var_os("CUZK_MSM_SLICE").is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "msm_segments_match_blstrs_emulated",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("CUZK_MSM_SLICE", "0")
+            .output()
+            .expect("run this test binary again");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "segments (CUZK_MSM_SLICE=0): {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    // Below 4096 points in one upload, from 4096 on in batches.
+    sizes::<G1Projective>(&[1, 7, 100, 4097], &[0, 4], true);
+    sizes::<G2Projective>(&[100], &[0, 5], true);
+    edge_cases::<G1Projective>(&[0, 3], true);
+    split_cases::<G1Projective>(&[100, 5000], &[0], true);
+    gather_cases::<G1Projective>(&[5000], true);
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),
