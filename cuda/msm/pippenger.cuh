@@ -371,12 +371,11 @@ struct SumPointsFn {
     }
 };
 
-// First level: thread t sums the sorted entries
-// [tL, min(tL + L, total)), a fixed slice of the whole sorted array rather than a segment
-// of one bucket, and writes one partial sum for each bucket the slice meets. Every lane of
-// a warp then runs the same L steps; with per-bucket segments, the lanes holding a bucket's
-// short last segment idle until the warp's longest segment is done (why longer segments
-// measured slower, session 12). A bucket's partial sums stay contiguous and in entry order:
+// First level: thread t sums the sorted entries [tL, min(tL + L, total)), a fixed slice
+// of the whole sorted array rather than a segment of one bucket, and writes one partial
+// sum for each bucket the slice meets. Every lane of a warp then runs the same L steps;
+// with per-bucket segments, the lanes holding a bucket's short last segment idle until the
+// warp's longest segment is done (why longer segments measured slower, session 12). A bucket's partial sums stay contiguous and in entry order:
 // slice t's first one is number t − ⌊first[g]/L⌋ of its first bucket g (SliceCountFn), and
 // each later bucket the slice meets starts in it, at the next index.
 template <class F>
@@ -612,12 +611,14 @@ struct Pippenger {
     }
 
     // Level one of the sums: each group's run of signed point indices, vals[first[g] ..
-    // first[g] + cnt[g]), summed SEG mixed additions a thread into `sums`; first and cnt
-    // then describe each group's partial sums there, *max_cnt bounds their number.
-    // Points still arriving from the host in batches are consumed batch by batch: each
-    // batch's launch sums the segments it completes (ReadySegmentsFn), so the additions
-    // start before the last point has arrived and the sums are those of one upload.
-    // keys: the sorted bucket keys beside vals, or null for a single group.
+    // first[g] + cnt[g]) (keys: the sorted bucket keys beside them, or null for a single
+    // group), summed with mixed additions into `sums`; first and cnt then describe each
+    // group's partial sums there, *max_cnt bounds their number. By slices
+    // (accumulate_slices), or with CUZK_MSM_SLICE=0 by segments of SEG entries of one
+    // group a thread: points still arriving from the host in batches are then consumed
+    // batch by batch, each batch's launch summing the segments it completes
+    // (ReadySegmentsFn), so the additions start before the last point has arrived and the
+    // sums are those of one upload.
     int accumulate(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
                    Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt,
                    Buf<XYZZ<F>>& sums, const char* what) {
