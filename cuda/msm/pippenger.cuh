@@ -610,6 +610,21 @@ struct Pippenger {
         return 0;
     }
 
+    // Batches of the points' upload (1: one copy, or points already on the device).
+    uint32_t batch_count() const {
+        const size_t n = points_upload.ends.size();
+        return n > 1 ? (uint32_t)n : 1;
+    }
+    // The first point index of each batch but the first, on the device (batch_count() − 1
+    // of them): the bounds ReadySegmentsFn and SliceBatchFn compare point indices with.
+    int batch_starts(Buf<uint32_t>& starts) {
+        const uint32_t n = batch_count() - 1;
+        const auto& ends = points_upload.ends;
+        std::vector<uint32_t> host(ends.begin(), ends.begin() + n);
+        CUZK_RC(ex.alloc(starts, n, "batch bounds"));
+        return ex.upload(starts.ptr, host.data(), n);
+    }
+
     // Level one of the sums: each group's run of signed point indices, vals[first[g] ..
     // first[g] + cnt[g]) (keys: the sorted bucket keys beside them, or null for a single
     // group), summed with mixed additions into `sums`; first and cnt then describe each
@@ -622,10 +637,9 @@ struct Pippenger {
     int accumulate(const Affine<F>* points, const uint32_t* keys, const uint32_t* vals,
                    Buf<uint32_t>& first, Buf<uint32_t>& cnt, uint32_t groups, uint32_t* max_cnt,
                    Buf<XYZZ<F>>& sums, const char* what) {
-        const auto& ends = points_upload.ends;
-        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
         if (slice_fixed() != 0)
             return accumulate_slices(points, keys, vals, first, cnt, groups, max_cnt, sums, what);
+        const uint32_t batches = batch_count();
         Buf<uint32_t> segs, seg_off;
         uint32_t total;
         CUZK_RC(segment(cnt, groups, SEG, segs, seg_off, &total));
@@ -639,9 +653,7 @@ struct Pippenger {
         } else {
             const size_t all = (size_t)groups * batches;
             Buf<uint32_t> bounds, ready, from, count, at;
-            std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
-            CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
-            CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
+            CUZK_RC(batch_starts(bounds));
             CUZK_RC(ex.alloc(ready, all, "segments ready per batch"));
             CUZK_RC(ex.launch(groups,
                               ReadySegmentsFn{vals, first.ptr, cnt.ptr, segs.ptr, groups,
@@ -701,17 +713,14 @@ struct Pippenger {
         const uint32_t slices = (uint32_t)((entries + len - 1) / len);
         const SumSlicesFn<F> fn{keys, vals,   seg_off.ptr, first.ptr, (uint32_t)entries,
                                 len,  points, sums.ptr,    nullptr};
-        const auto& ends = points_upload.ends;
-        const uint32_t batches = ends.size() > 1 ? (uint32_t)ends.size() : 1;
+        const uint32_t batches = batch_count();
         if (batches == 1 || slices == 0) {
             CUZK_RC(ex.wait(points_upload));
             CUZK_RC(ex.launch_heavy(slices, fn, what));
         } else {
             // Each batch's slices, in order, at ids + at[b] (count[b] of them).
             Buf<uint32_t> bounds, batch, flag, pos, ids;
-            std::vector<uint32_t> starts(ends.begin(), ends.end() - 1);
-            CUZK_RC(ex.alloc(bounds, batches - 1, "batch bounds"));
-            CUZK_RC(ex.upload(bounds.ptr, starts.data(), batches - 1));
+            CUZK_RC(batch_starts(bounds));
             CUZK_RC(ex.alloc(batch, slices, "batch of each slice"));
             CUZK_RC(ex.launch(slices,
                               SliceBatchFn{vals, (uint32_t)entries, len, bounds.ptr, batches,
