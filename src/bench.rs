@@ -28,6 +28,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
+use crate::cli::BenchRows;
 use crate::prove::cuda::{self, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
 use crate::synth::{Density, ProvingAssignment};
 
@@ -101,6 +102,14 @@ pub struct Options {
     pub split: bool,
     /// The partition's aux upload beside MSM h, as the prover's `--overlap-aux`.
     pub overlap_aux: bool,
+    /// The kernel rows to run; empty: all.
+    pub rows: Vec<BenchRows>,
+}
+
+impl Options {
+    fn wants(&self, r: BenchRows) -> bool {
+        self.rows.is_empty() || self.rows.contains(&r)
+    }
 }
 
 /// `--partition-log` bounds: 27 is a 32GiB partition's domain.
@@ -198,16 +207,8 @@ fn kernels(o: &Options, rows: &mut Rows) -> Result<()> {
     );
     let logs = |max: u32| o.min_log..=max;
 
-    let t = Instant::now();
     let n = 1usize << o.max_log;
-    let p1 = points::<G1Projective>(n, 1);
     let full = random_scalars(n, 2);
-    let wit = witness_scalars(n, o.zeros, o.ones, 3);
-    eprintln!(
-        "inputs: 2^{} G1 points and scalars in {:.1} s",
-        o.max_log,
-        t.elapsed().as_secs_f64()
-    );
     let (plain, split) = (
         Msm {
             window: o.window,
@@ -218,54 +219,68 @@ fn kernels(o: &Options, rows: &mut Rows) -> Result<()> {
             split: true,
         },
     );
-    let d1 = resident(&p1)?;
-    for log in logs(o.max_log) {
-        let n = 1usize << log;
-        let (p, f, w) = (&p1[..n], &full[..n], &wit[..n]);
-        let r = time(o.runs, || wall(|| cuda::msm_g1(p, f, plain).map(drop)))?;
-        rows.push("msm_g1 random, host points".into(), log, r);
-        let on_device = |s: &[Fr], cfg: Msm| {
-            wall(|| cuda::msm_points(cuda::Points::Device(&d1, 0), s, cfg).map(drop))
-        };
-        let r = time(o.runs, || on_device(f, plain))?;
-        rows.push("msm_g1 random, resident".into(), log, r);
-        let r = time(o.runs, || on_device(w, plain))?;
-        rows.push(
-            format!("msm_g1 witness {}/{} split off, res.", o.zeros, o.ones),
-            log,
-            r,
+    if o.wants(BenchRows::MsmG1) {
+        let t = Instant::now();
+        let p1 = points::<G1Projective>(n, 1);
+        let wit = witness_scalars(n, o.zeros, o.ones, 3);
+        eprintln!(
+            "inputs: 2^{} G1 points and scalars in {:.1} s",
+            o.max_log,
+            t.elapsed().as_secs_f64()
         );
-        let r = time(o.runs, || on_device(w, split))?;
-        rows.push(
-            format!("msm_g1 witness {}/{} split on, res.", o.zeros, o.ones),
-            log,
-            r,
-        );
+        let d1 = resident(&p1)?;
+        for log in logs(o.max_log) {
+            let n = 1usize << log;
+            let (p, f, w) = (&p1[..n], &full[..n], &wit[..n]);
+            let r = time(o.runs, || wall(|| cuda::msm_g1(p, f, plain).map(drop)))?;
+            rows.push("msm_g1 random, host points".into(), log, r);
+            let on_device = |s: &[Fr], cfg: Msm| {
+                wall(|| cuda::msm_points(cuda::Points::Device(&d1, 0), s, cfg).map(drop))
+            };
+            let r = time(o.runs, || on_device(f, plain))?;
+            rows.push("msm_g1 random, resident".into(), log, r);
+            let r = time(o.runs, || on_device(w, plain))?;
+            rows.push(
+                format!("msm_g1 witness {}/{} split off, res.", o.zeros, o.ones),
+                log,
+                r,
+            );
+            let r = time(o.runs, || on_device(w, split))?;
+            rows.push(
+                format!("msm_g1 witness {}/{} split on, res.", o.zeros, o.ones),
+                log,
+                r,
+            );
+        }
     }
-    drop((p1, wit, d1));
 
-    let p2 = points::<G2Projective>(1usize << o.g2_max_log, 4);
-    let d2 = resident(&p2)?;
-    for log in logs(o.g2_max_log) {
-        let n = 1usize << log;
-        let f = &full[..n];
-        let r = time(o.runs, || {
-            wall(|| cuda::msm_points(cuda::Points::Device(&d2, 0), f, plain).map(drop))
-        })?;
-        rows.push("msm_g2 random, resident".into(), log, r);
+    if o.wants(BenchRows::MsmG2) {
+        let p2 = points::<G2Projective>(1usize << o.g2_max_log, 4);
+        let d2 = resident(&p2)?;
+        for log in logs(o.g2_max_log) {
+            let n = 1usize << log;
+            let f = &full[..n];
+            let r = time(o.runs, || {
+                wall(|| cuda::msm_points(cuda::Points::Device(&d2, 0), f, plain).map(drop))
+            })?;
+            rows.push("msm_g2 random, resident".into(), log, r);
+        }
     }
-    drop((p2, d2));
 
-    for log in logs(o.max_log) {
-        let mut x = full[..1usize << log].to_vec();
-        let r = time(o.runs, || Ok(cuda::ntt::ntt(&mut x, false)? as f64))?;
-        rows.push("ntt (kernels)".into(), log, r);
+    if o.wants(BenchRows::Ntt) {
+        for log in logs(o.max_log) {
+            let mut x = full[..1usize << log].to_vec();
+            let r = time(o.runs, || Ok(cuda::ntt::ntt(&mut x, false)? as f64))?;
+            rows.push("ntt (kernels)".into(), log, r);
+        }
     }
-    for log in logs(o.max_log) {
-        let n = (1usize << log) - 5; // a constraint count just under the domain
-        let (a, b, c) = (&full[..n], &full[1..n + 1], &full[2..n + 2]);
-        let r = time(o.runs, || Ok(cuda::ntt::quotient(a, b, c)?.1 as f64))?;
-        rows.push("quotient H (kernels)".into(), log, r);
+    if o.wants(BenchRows::Quotient) {
+        for log in logs(o.max_log) {
+            let n = (1usize << log) - 5; // a constraint count just under the domain
+            let (a, b, c) = (&full[..n], &full[1..n + 1], &full[2..n + 2]);
+            let r = time(o.runs, || Ok(cuda::ntt::quotient(a, b, c)?.1 as f64))?;
+            rows.push("quotient H (kernels)".into(), log, r);
+        }
     }
     Ok(())
 }

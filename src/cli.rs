@@ -157,6 +157,16 @@ pub enum Command {
         /// --pin).
         #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
         pin: Switch,
+        /// Which kernel rows to run (comma-separated); all of them by default. Without
+        /// the MSM rows no points are made, so NTT and H rows start at once.
+        #[arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            value_name = "ROWS",
+            conflicts_with = "partition"
+        )]
+        rows: Vec<BenchRows>,
         #[arg(long, value_name = "N", default_value_t = 5)]
         runs: usize,
         /// Which GPU (0-based).
@@ -187,6 +197,19 @@ pub enum Device {
     Auto,
     Cpu,
     Cuda,
+}
+
+/// `bench-gpu --rows`: groups of kernel rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+pub enum BenchRows {
+    /// G1 MSM: random scalars from host and resident points, witness-like split off/on.
+    MsmG1,
+    /// G2 MSM, random scalars, resident points.
+    MsmG2,
+    /// Forward NTT (kernels).
+    Ntt,
+    /// The quotient H (kernels).
+    Quotient,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]

@@ -144,6 +144,7 @@ fn real_main(cli: Cli) -> Result<()> {
             split_msm,
             overlap_aux,
             pin,
+            rows,
             runs,
             gpu,
             zeros,
@@ -167,6 +168,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 partition: partition.then_some(partition_log),
                 split: split_msm == cuzk_prove::cli::Switch::On,
                 overlap_aux: overlap_aux == cuzk_prove::cli::Switch::On,
+                rows,
             })?;
             if let Some(j) = &json {
                 output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;

@@ -145,6 +145,58 @@ fn quotient_to_device_matches_cpu() {
     check_quotient_to_device(false);
 }
 
+/// The seven-transform quotient (`CUZK_H_TRANSFORMS=7`, kept for measuring) in the
+/// emulation: the environment is read once a process, so this test runs its checks in a
+/// child process of this test binary with it set.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn emulated_seven_transform_quotient_matches_cpu() {
+    if std::env::var_os("CUZK_H_TRANSFORMS").is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "emulated_seven_transform_quotient_matches_cpu",
+                "--exact",
+                "--nocapture",
+            ])
+            .env("CUZK_H_TRANSFORMS", "7")
+            .output()
+            .expect("run this test binary again");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "seven transforms (CUZK_H_TRANSFORMS=7): {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    check_quotient_to_device(true);
+    check_quotient_emulated(&mut ChaCha20Rng::seed_from_u64(25));
+}
+
+/// Emulated quotients against the CPU backend's, for satisfied (c = a·b) and random c.
+fn check_quotient_emulated(rng: &mut ChaCha20Rng) {
+    for n in [1usize, 2, 3, 5, 100, 1000, 4097] {
+        let a = random(n, rng);
+        let b = random(n, rng);
+        for satisfied in [true, false] {
+            let c: Vec<Fr> = if satisfied {
+                a.iter().zip(&b).map(|(x, y)| *x * y).collect()
+            } else {
+                random(n, rng)
+            };
+            let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
+            let emu = cuda::ntt::quotient_emulated(&a, &b, &c).unwrap();
+            assert!(
+                emu == cpu,
+                "emulated H differs for n = {n} (satisfied: {satisfied})"
+            );
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),
@@ -169,21 +221,5 @@ fn emulated_ntt_and_quotient_match_cpu() {
             "emulated inverse NTT 2^{log_n} does not invert"
         );
     }
-    for n in [1usize, 2, 3, 5, 100, 1000, 4097] {
-        let a = random(n, &mut rng);
-        let b = random(n, &mut rng);
-        for satisfied in [true, false] {
-            let c: Vec<Fr> = if satisfied {
-                a.iter().zip(&b).map(|(x, y)| *x * y).collect()
-            } else {
-                random(n, &mut rng)
-            };
-            let cpu = quotient(a.clone(), b.clone(), c.clone()).unwrap();
-            let emu = cuda::ntt::quotient_emulated(&a, &b, &c).unwrap();
-            assert!(
-                emu == cpu,
-                "emulated H differs for n = {n} (satisfied: {satisfied})"
-            );
-        }
-    }
+    check_quotient_emulated(&mut rng);
 }

@@ -1,6 +1,6 @@
-// Radix-2 NTT over Fr and the Groth16 quotient H = (A·B − C)/Z, computed exactly as the
-// CPU backend does (prove/cpu/fft.rs): iNTT, coset NTT, pointwise (a·b − c)·Z⁻¹, coset
-// iNTT, keep the m − 1 low coefficients.
+// Radix-2 NTT over Fr and the Groth16 quotient H = (A·B − C)/Z, with the CPU backend's
+// result (prove/cpu/fft.rs: iNTT, coset NTT, pointwise (a·b − c)·Z⁻¹, coset iNTT, keep the
+// m − 1 low coefficients) in six transforms instead of its seven (quotient()).
 //
 // Orders: forward transforms are decimation in time (bit-reversed in, natural out), inverse
 // ones decimation in frequency (natural in, bit-reversed out), so the pipeline needs no
@@ -32,6 +32,7 @@
 #include <mutex>
 #include <new>
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "../exec.cuh"
@@ -232,6 +233,9 @@ struct FusedStages {
     // if rev(g) < out_len (the last DIF pass; saves a bit-reversal pass over memory).
     Fr* out;
     uint64_t out_len;
+    // With out, not null: the pass stores o − sub[g] instead of o (sub in [0, r), indexed
+    // like x: the quotient's C coefficients, in bit-reversed order).
+    const Fr* sub;
     // The transform's last pass: its stores reduce the lazy elements to [0, r).
     bool reduce_out;
     CUZK_HD uint64_t index(size_t block, uint64_t l) const {
@@ -333,7 +337,7 @@ CUZK_UNROLL
                     store_fr(x + g, o);
                 } else {
                     const uint64_t r = rev(g, log_m);
-                    if (r < out_len) store_fr(out + r, o);
+                    if (r < out_len) store_fr(out + r, sub ? cuzk::sub(o, load_fr(sub + g)) : o);
                 }
             } else {
                 const uint32_t sl = slot((uint32_t)l);
@@ -398,6 +402,14 @@ struct RootsFn {
     PowTable w;
     uint64_t step;
     CUZK_HD void operator()(size_t i) const { r[i] = w.at(i * step); }
+};
+
+// a = a·b·z (the six-transform quotient: C enters as coefficients, quotient())
+struct PointwiseProduct {
+    Fr* a;
+    const Fr* b;
+    Fr z;
+    CUZK_HD void operator()(size_t i) const { a[i] = cuzk::mul(cuzk::mul(a[i], b[i]), z); }
 };
 
 // a = (a·b − c)·z
@@ -475,19 +487,29 @@ int plan(unsigned log_m, Pass* passes) {
     return count;
 }
 
-// Twist tables: a twisted pass (s > 0) with s + K ≤ this takes its twists from a table
-// of all 2^(s+K) powers of ω_(2^(s+K)) (one product each instead of two). On the GPU at
-// most 2^25 entries (1 GiB, no more than the transform's own data): every pass up to
-// 2^25; at 2^26 and 2^27 the middle pass (2^18, 2^19 entries), while the last pass
-// (s + K = log_m) keeps two products. 2^10 in the emulation, so that its tests meet both
-// kinds of pass. (Limit 2^22 against 2^25, measured: docs/PERF.md, session 8.)
+// Twist tables: a twisted pass (s > 0) with s + K ≤ twist_log takes its twists from a
+// table of all 2^(s+K) powers of ω_(2^(s+K)) (one product each instead of two). On the
+// GPU up to 2^25 entries (1 GiB, no more than the transform's own data), and up to 2^27
+// (4 GiB) where that is at most 1/32 of the device's memory (the H200: 141 GB), so that
+// the last pass of 2^26 and 2^27 takes one product too; CUZK_NTT_TWIST_LOG=N sets the
+// limit, for measuring. 2^10 in the emulation, so that its tests meet both kinds of pass.
+// (Limit 2^22 against 2^25: docs/PERF.md, session 8; 2^25 against 2^27: session 14.)
 template <class Exec>
-constexpr unsigned twist_table_log() {
-    return std::is_same<Exec, cuzk::HostExec>::value ? 10 : 25;
+unsigned twist_table_log() {
+    if constexpr (std::is_same<Exec, cuzk::HostExec>::value) {
+        return 10;
+    } else {
+        const char* v = getenv("CUZK_NTT_TWIST_LOG");
+        if (v) return (unsigned)std::min(strtol(v, nullptr, 10), 32l);
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 25;
+        unsigned log = 25;
+        while (log < 27 && (sizeof(Fr) << (log + 1)) <= total_b / 32) ++log;
+        return log;
+    }
 }
-template <class Exec>
-constexpr bool tabled(const Pass& p) {
-    return p.s > 0 && p.s + p.K <= twist_table_log<Exec>();
+inline bool tabled(const Pass& p, unsigned twist_log) {
+    return p.s > 0 && p.s + p.K <= twist_log;
 }
 
 // A transform of m = 2^log_m by ω = w: its passes, their roots of unity (2^(R−1) of them,
@@ -513,11 +535,11 @@ struct Transform {
 // Builds t's tables into buf (2^(R−1) roots, then each tabled pass's twists).
 template <class Exec>
 int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& buf) {
-    const unsigned R = t->roots.R;
+    const unsigned R = t->roots.R, twist_log = twist_table_log<Exec>();
     size_t entries = 1ull << (R - 1);
     for (int i = 0; i < t->count; ++i) {
         const Pass& p = t->passes[i];
-        if (tabled<Exec>(p)) entries += 1ull << (p.s + p.K);
+        if (tabled(p, twist_log)) entries += 1ull << (p.s + p.K);
     }
     CUZK_RC(ex.alloc(buf, entries, "NTT roots and twist tables"));
     CUZK_RC(ex.launch(1ull << (R - 1), RootsFn{buf.ptr, t->w, t->m >> R}, "NTT roots", 256));
@@ -526,7 +548,7 @@ int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& 
     for (int i = 0; i < t->count; ++i) {
         const Pass& p = t->passes[i];
         t->tab.tw[i] = nullptr;
-        if (!tabled<Exec>(p)) continue;
+        if (!tabled(p, twist_log)) continue;
         const uint64_t n = 1ull << (p.s + p.K);
         CUZK_RC(ex.launch(n, RootsFn{next, t->w, t->m >> (p.s + p.K)}, "NTT twist table", 256));
         t->tab.tw[i] = next;
@@ -594,28 +616,29 @@ int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t
 template <bool DIT, class Exec>
 int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
              const Fr* tw, const Scale& scale, bool last, Fr* out = nullptr,
-             uint64_t out_len = 0) {
+             uint64_t out_len = 0, const Fr* sub = nullptr) {
     const unsigned e_log = p.K + p.q;
     // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
     // the kernels' bound: passes of one or two stages loop over their groups.
     const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
     return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
                             FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
-                                             roots, w, tw, scale, out, out_len, last},
+                                             roots, w, tw, scale, out, out_len, sub, last},
                             DIT ? "NTT DIT stages" : "NTT DIF stages");
 }
 
 // Natural-order evaluations → bit-reversed coefficients ·m, then each multiplied by
 // scale^rev(j) or a constant (m⁻¹ and the coset factors live in that table). With
 // out, the coefficients go there in natural order instead, the first out_len of them.
+// With sub too, out gets each coefficient less the one sub holds (bit-reversed, reduced).
 // t: the transform by ω⁻¹.
 template <class Exec>
 int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
-                Fr* out = nullptr, uint64_t out_len = 0) {
+                Fr* out = nullptr, uint64_t out_len = 0, const Fr* sub = nullptr) {
     for (int i = t.count - 1; i >= 0; --i)
         CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i],
                                 i == 0 ? scale : Scale{}, i == 0, i == 0 ? out : nullptr,
-                                out_len));
+                                out_len, i == 0 ? sub : nullptr));
     return 0;
 }
 
@@ -625,6 +648,20 @@ int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
         CUZK_RC(run_pass<true>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i], Scale{},
                                i == t.count - 1));
     return 0;
+}
+
+// How H is computed. Seven transforms, the textbook way (and the CPU backend's): A, B
+// and C each by an inverse and a coset transform, then h = coset-iNTT((a·b − c)·z) with
+// z = Z⁻¹, a constant on the coset. Six: every step is linear and z is a constant, so
+// h = z·coset-iNTT(a·b) − z·C where C, the coefficients of C, takes one inverse
+// transform: C's coset transform is saved. Exactly equal, coefficient by coefficient, for
+// any a, b, c. CUZK_H_TRANSFORMS=7 selects the seven, for measuring.
+inline bool h_seven_transforms() {
+    static const bool seven = [] {
+        const char* v = getenv("CUZK_H_TRANSFORMS");
+        return v && strtol(v, nullptr, 10) == 7;
+    }();
+    return seven;
 }
 
 // H into host memory h, or (h_set not null) into a new scalar set *h_set, for an MSM that
@@ -652,19 +689,34 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     // Each input's upload overlaps the transforms of the one before it (kernels queue on
     // the default stream, the copy runs beside them); the timers cover the kernels only.
     CUZK_RC(ex.sync_stream("NTT buffers"));
+    const bool seven = h_seven_transforms();
+    // Six transforms: C's coefficients times z·m⁻¹ (the third table's entry 0 is m⁻¹·g⁰),
+    // bit-reversed, in place.
+    Scale c_scale;
+    c_scale.kind = Scale::CONSTANT;
+    c_scale.c = cuzk::mul(cuzk::mul(tables.hi[2][0], tables.lo[2][0]), z_inv);
     typename Exec::Timer timer[4];
     for (int k = 0; k < 3; ++k) {
         CUZK_RC(ex.upload_overlapped(bufs[k], src[k], n));
         CUZK_RC(ex.start(timer[k]));
         CUZK_RC(ex.zero(bufs[k] + n, m - n));
-        CUZK_RC(inverse_dif(ex, bufs[k], inv, table_scale(pt[2])));  // then coset scale
-        CUZK_RC(forward_dit(ex, bufs[k], fwd));
+        if (k < 2 || seven) {
+            CUZK_RC(inverse_dif(ex, bufs[k], inv, table_scale(pt[2])));  // then coset scale
+            CUZK_RC(forward_dit(ex, bufs[k], fwd));
+        } else {
+            CUZK_RC(inverse_dif(ex, bufs[k], inv, c_scale));
+        }
         CUZK_RC(ex.stop(timer[k]));
     }
     CUZK_RC(ex.start(timer[3]));
-    CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
     // Then coset unscale, into h in natural order (m − 1 coefficients).
-    CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1));
+    if (seven) {
+        CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
+        CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1));
+    } else {
+        CUZK_RC(ex.launch(m, PointwiseProduct{da.ptr, db.ptr, z_inv}, "NTT ab/Z", 256));
+        CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1, dc.ptr));
+    }
     CUZK_RC(ex.stop(timer[3]));
     CUZK_RC(ex.sync("NTT quotient kernels"));
     if (ms) {
