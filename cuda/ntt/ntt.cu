@@ -10,9 +10,9 @@
 //
 // Powers (twiddles ω^e, coset factors g^e) come from two small tables each,
 // x^e = hi[e >> L] · lo[e & (2^L − 1)], built on the host: no device memory proportional
-// to the domain for them. Where a pass's twists span at most 2^25 exponents, a table of
-// all of them (Transform, kept per device, m and ω) makes each twist one product instead
-// of two.
+// to the domain for them. Where a pass's twists span at most 2^25 exponents (2^27 on a
+// device with the memory for it: twist_table_log), a table of all of them (Transform,
+// kept per device, m and ω) makes each twist one product instead of two.
 //
 // Stages are fused: one pass loads 2^E elements per block into shared memory, runs up to
 // E consecutive stages there and writes them back, so a 2^27 transform takes 3 passes over
