@@ -404,22 +404,7 @@ fn msm_matches_blstrs_emulated() {
     ignore = "SKIPPED: built without CUDA (nvcc not found)"
 )]
 fn msm_segments_match_blstrs_emulated() {
-    if std::env::var_os("CUZK_MSM_SLICE").is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "msm_segments_match_blstrs_emulated",
-                "--exact",
-                "--nocapture",
-            ])
-            .env("CUZK_MSM_SLICE", "0")
-            .output()
-            .expect("run this test binary again");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && text.contains("1 passed"),
-            "segments (CUZK_MSM_SLICE=0): {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    if common::rerun_with_env("msm_segments_match_blstrs_emulated", "CUZK_MSM_SLICE", "0") {
         return;
     }
     // Below 4096 points in one upload, from 4096 on in batches.

@@ -154,22 +154,11 @@ fn quotient_to_device_matches_cpu() {
     ignore = "SKIPPED: built without CUDA (nvcc not found)"
 )]
 fn emulated_seven_transform_quotient_matches_cpu() {
-    if std::env::var_os("CUZK_H_TRANSFORMS").is_none() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "emulated_seven_transform_quotient_matches_cpu",
-                "--exact",
-                "--nocapture",
-            ])
-            .env("CUZK_H_TRANSFORMS", "7")
-            .output()
-            .expect("run this test binary again");
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && text.contains("1 passed"),
-            "seven transforms (CUZK_H_TRANSFORMS=7): {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    if common::rerun_with_env(
+        "emulated_seven_transform_quotient_matches_cpu",
+        "CUZK_H_TRANSFORMS",
+        "7",
+    ) {
         return;
     }
     check_quotient_to_device(true);

@@ -151,3 +151,24 @@ pub fn gpu_or_skip() -> bool {
         Err(e) => panic!("CUDA device query failed: {e}"),
     }
 }
+
+/// For checks of a path an environment variable selects (read once a process): runs the
+/// test `name` of this test binary again in a child process with `var=value` and asserts
+/// it passed. Returns false in that child (var set), where the caller runs its checks.
+pub fn rerun_with_env(name: &str, var: &str, value: &str) -> bool {
+    if std::env::var_os(var).is_some() {
+        return false;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture"])
+        .env(var, value)
+        .output()
+        .expect("run this test binary again");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{name} with {var}={value}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
