@@ -102,13 +102,21 @@ fn check_lazy_ops(emulate: bool) {
     let lazy_edges = [
         [0u64; 4],
         one,
+        [1 << 32, 0, 0, 0],
+        [0, 1 << 32, 0, 0],
         sub256(R, one).0,
         R,
         add256(R, one),
         sub256(two_r, one).0,
     ];
-    let reduced_edges = [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2u64)];
-    for n in [0usize, 1, 37, 4096 + 5] {
+    // Beside the usual elements, raw words with zero low words: the reduction's rows
+    // specialised to r's low words (carry.cuh, low_words_special) branch on a zero word.
+    let mut reduced_edges: Vec<[u64; 4]> = [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2u64)]
+        .iter()
+        .map(limbs)
+        .collect();
+    reduced_edges.extend([[1, 0, 0, 0], [1 << 32, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1 << 40]]);
+    for n in [0usize, 1, 37, 300, 4096 + 5] {
         let mut a: Vec<[u64; 4]> = (0..n).map(|_| limbs(&Fr::random(&mut rng))).collect();
         // Lazy: a reduced value, or that value plus r (the same element), half each.
         let lazy = |rng: &mut ChaCha20Rng| {
@@ -126,7 +134,7 @@ fn check_lazy_ops(emulate: bool) {
             for y in &lazy_edges {
                 for z in &lazy_edges {
                     if k < n {
-                        (a[k], b[k], c[k]) = (limbs(x), *y, *z);
+                        (a[k], b[k], c[k]) = (*x, *y, *z);
                     }
                     k += 1;
                 }
