@@ -9,8 +9,12 @@
 // The primitives below are those PTX instructions. On the host (the emulation the tests
 // run without a GPU, cuda/exec.cuh) they are C++ with the carry flag in a thread-local
 // variable, so CI checks the exact algorithm the GPU runs against blst; only the eleven
-// one-line primitives differ, and they follow the PTX ISA's definitions (for sub.cc and
-// subc, CF is the borrow: subc computes a − (b + CF)).
+// one-line primitives differ. They follow what the GPU does, which for a flag written by a
+// subtraction is not what the PTX ISA's wording suggests: sub.cc and subc compute
+// a + ~b + 1 and a + ~b + CF, so after a subtraction CF is the carry of that sum, i.e.
+// 1 when nothing was borrowed. subc still computes a − b − borrow, but an addc reading a
+// subtraction's flag adds 1 − borrow (measured on the H200, session 15: ptxas passes the
+// predicate through). Emulating exactly that makes such a mix fail in CI too.
 //
 // Values keep mont.cuh's layout (N little-endian u64 limbs = 2N little-endian u32 words;
 // splitting a 64-bit register into its halves is free), R = 2^(64N) = 2^(32·2N).
@@ -69,10 +73,10 @@ inline uint32_t set(uint64_t wide) {
 inline uint32_t add_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + b); }
 inline uint32_t addc_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + b + cf); }
 inline uint32_t addc(uint32_t a, uint32_t b) { return a + b + cf; }
-// a − b − borrow as a 64-bit difference: bit 32 is set exactly when it went below zero.
-inline uint32_t sub_cc(uint32_t a, uint32_t b) { return set((uint64_t)a - b); }
-inline uint32_t subc_cc(uint32_t a, uint32_t b) { return set((uint64_t)a - b - cf); }
-inline uint32_t subc(uint32_t a, uint32_t b) { return a - b - cf; }
+// a + ~b + 1 and a + ~b + CF as the GPU computes them: CF = 1 − borrow afterwards.
+inline uint32_t sub_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + (uint32_t)~b + 1); }
+inline uint32_t subc_cc(uint32_t a, uint32_t b) { return set((uint64_t)a + (uint32_t)~b + cf); }
+inline uint32_t subc(uint32_t a, uint32_t b) { return a + ~b + cf; }
 inline uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
     return set((uint64_t)(a * b) + c);
 }
@@ -305,12 +309,14 @@ CUZK_UNROLL
         // 4-5. Reduction.
         const uint32_t t = x[i];
         if (SPECIAL) {
-            // m = 0 − t borrows c = [t ≠ 0]. t + m·1 zeroes word i (x[i] is dead after
-            // this row), carrying the same c; m·(2^32 − 1) adds t at word i + 1 and m − c
-            // at word i + 2. All go to y, whose pairs sit at (i + 1, i + 2); x's chain
-            // then starts at word i + 2.
+            // t + m·1 zeroes word i (x[i] is dead after this row), carrying c = [t ≠ 0];
+            // m·(2^32 − 1) adds t at word i + 1 and m − c at word i + 2. All go to y,
+            // whose pairs sit at (i + 1, i + 2); x's chain then starts at word i + 2.
+            // m = 0 − t borrows c too, but only a subtraction may read that flag
+            // (see the top of this file), so the carry into y comes from t + m.
             const uint32_t m = sub_cc(opaque_zero<P>(), t);
             const uint32_t hi = subc(m, 0);  // m − c
+            (void)add_cc(t, m);
             y[i + 1] = addc_cc(y[i + 1], t);
             y[i + 2] = addc_cc(y[i + 2], hi);
 CUZK_UNROLL
