@@ -115,7 +115,12 @@ fn check_lazy_ops(emulate: bool) {
         .iter()
         .map(limbs)
         .collect();
-    reduced_edges.extend([[1, 0, 0, 0], [1 << 32, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 1 << 40]]);
+    reduced_edges.extend([
+        [1, 0, 0, 0],
+        [1 << 32, 0, 0, 0],
+        [0, 1, 0, 0],
+        [0, 0, 0, 1 << 40],
+    ]);
     for n in [0usize, 1, 37, 300, 4096 + 5] {
         let mut a: Vec<[u64; 4]> = (0..n).map(|_| limbs(&Fr::random(&mut rng))).collect();
         // Lazy: a reduced value, or that value plus r (the same element), half each.
