@@ -255,6 +255,22 @@ CUZK_HD void reduce(const uint64_t* t64, uint64_t* r) {
     reduce_once<P>(t, 0, r);
 }
 
+// x += m·p[j]·2^(32(i + j)) for j = j0, j0 + 2, … < 2N: one carry chain over the aligned
+// pairs (i + j, i + j + 1), its carry out of the last pair left in the flag. FIRST: the
+// chain starts here; otherwise it takes the carry already in the flag.
+template <class P, bool FIRST>
+CUZK_HD void add_mp(uint32_t m, uint32_t* x, int i, int j0) {
+    constexpr int n = 2 * P::N;
+    x[i + j0] = FIRST ? mad_lo_cc(m, redc_p<P>(j0), x[i + j0])
+                      : madc_lo_cc(m, redc_p<P>(j0), x[i + j0]);
+    x[i + j0 + 1] = madc_hi_cc(m, redc_p<P>(j0), x[i + j0 + 1]);
+CUZK_UNROLL
+    for (int j = j0 + 2; j < n; j += 2) {
+        x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
+        x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
+    }
+}
+
 // Montgomery product a·b·2^(−32n) mod p, CIOS over n = 2N words, arranged so that the
 // low and high halves of each 32×32 partial product land in an aligned register pair:
 // the GPU then does both in one IMAD.WIDE.U32(.X) (with the halves in separate carry
@@ -319,37 +335,15 @@ CUZK_UNROLL
             (void)add_cc(t, m);
             y[i + 1] = addc_cc(y[i + 1], t);
             y[i + 2] = addc_cc(y[i + 2], hi);
-CUZK_UNROLL
-            for (int j = 3; j < n; j += 2) {
-                y[i + j] = madc_lo_cc(m, redc_p<P>(j), y[i + j]);
-                y[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), y[i + j + 1]);
-            }
-            x[i + 2] = mad_lo_cc(m, redc_p<P>(2), x[i + 2]);
-            x[i + 3] = madc_hi_cc(m, redc_p<P>(2), x[i + 3]);
-CUZK_UNROLL
-            for (int j = 4; j < n; j += 2) {
-                x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
-                x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
-            }
+            add_mp<P, false>(m, y, i, 3);
+            add_mp<P, true>(m, x, i, 2);
             x[i + n] = addc(x[i + n], 0);
             continue;
         }
         const uint32_t m = t * inv;
-        x[i] = mad_lo_cc(m, redc_p<P>(0), x[i]);
-        x[i + 1] = madc_hi_cc(m, redc_p<P>(0), x[i + 1]);
-CUZK_UNROLL
-        for (int j = 2; j < n; j += 2) {
-            x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
-            x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
-        }
+        add_mp<P, true>(m, x, i, 0);
         x[i + n] = addc(x[i + n], 0);
-        y[i + 1] = mad_lo_cc(m, redc_p<P>(1), y[i + 1]);
-        y[i + 2] = madc_hi_cc(m, redc_p<P>(1), y[i + 2]);
-CUZK_UNROLL
-        for (int j = 3; j < n; j += 2) {
-            y[i + j] = madc_lo_cc(m, redc_p<P>(j), y[i + j]);
-            y[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), y[i + j + 1]);
-        }
+        add_mp<P, true>(m, y, i, 1);
     }
     // Word n − 1 is zero in both arrays (folded in row n − 1, then reduced).
     uint32_t t[n];
@@ -430,21 +424,9 @@ CUZK_UNROLL
         // Fold word i of y into x; the carry enters y's chain at word i + 1.
         x[i] = add_cc(x[i], y[i]);
         const uint32_t m = x[i] * inv;
-        y[i + 1] = madc_lo_cc(m, redc_p<P>(1), y[i + 1]);
-        y[i + 2] = madc_hi_cc(m, redc_p<P>(1), y[i + 2]);
-CUZK_UNROLL
-        for (int j = 3; j < n; j += 2) {
-            y[i + j] = madc_lo_cc(m, redc_p<P>(j), y[i + j]);
-            y[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), y[i + j + 1]);
-        }
+        add_mp<P, false>(m, y, i, 1);
         y[i + n + 1] = addc(y[i + n + 1], 0);
-        x[i] = mad_lo_cc(m, redc_p<P>(0), x[i]);
-        x[i + 1] = madc_hi_cc(m, redc_p<P>(0), x[i + 1]);
-CUZK_UNROLL
-        for (int j = 2; j < n; j += 2) {
-            x[i + j] = madc_lo_cc(m, redc_p<P>(j), x[i + j]);
-            x[i + j + 1] = madc_hi_cc(m, redc_p<P>(j), x[i + j + 1]);
-        }
+        add_mp<P, true>(m, x, i, 0);
         x[i + n] = addc(x[i + n], 0);
     }
     // (e + o) at words n..2n is (T_low + M·p)/2^(32n) ≤ p; plus T's high half < 2p + 1,
