@@ -115,7 +115,8 @@ CUZK_HD constexpr uint32_t pk32(int i) {
 // reduction rows into separate low and high halves (IMAD.X + IMAD.HI.U32.X instead of one
 // IMAD.WIDE.U32.X). Fr's product: 276 SASS instructions with literals, 225 with both
 // opaque (sm_90, nvcc 13.0). Fp's is 417 either way, so only −p⁻¹ is opaque for Fp
-// (P::MOD_FROM_CONSTANT_BANK false): docs/PERF.md, session 8.
+// (P::MOD_FROM_CONSTANT_BANK false): docs/PERF.md, session 8. mul() now uses Fr's low
+// words itself, as additions (low_words_special), with a 0 from this bank for −t.
 template <class P>
 struct RedcConsts {
     uint32_t inv;
@@ -284,7 +285,7 @@ CUZK_UNROLL
 //      at words (i, i+1), y the other), the carry joining chain 2;
 //   2. y += a[j]·b[i] for odd j (halves on words i+j, i+j+1);
 //   3. x += a[j]·b[i] for even j;
-//   4. m = x[i]·(−p⁻¹) mod 2^32, which is T's word i;
+//   4. m = x[i]·(−p⁻¹) mod 2^32, which is T's word i (Fr: −x[i], low_words_special);
 //   5. x += p[j]·m for even j (zeroes word i), y += p[j]·m for odd j.
 // After row i, T < 2p·2^(32(i+1)), so neither array ever needs a word above i + n and
 // the carries out of word i + n are zero. The result is e + o at words n..2n−1 (< 2p),
