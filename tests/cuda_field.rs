@@ -110,7 +110,8 @@ fn check_lazy_ops(emulate: bool) {
         sub256(two_r, one).0,
     ];
     // Beside the usual elements, raw words with zero low words: the reduction's rows
-    // specialised to r's low words (carry.cuh, low_words_special) branch on a zero word.
+    // specialised to r's low words (carry.cuh, low_words_special) carry differently when
+    // a word is zero.
     let mut reduced_edges: Vec<[u64; 4]> = [Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(2u64)]
         .iter()
         .map(limbs)
