@@ -167,7 +167,8 @@ CUZK_HD uint32_t redc_p(int i) {
 // its two low products are additions: m·1 = m (which zeroes the word, carrying iff
 // t ≠ 0) and m·(2^32 − 1) = m·2^32 − m, whose low half is −m = t and whose high half is
 // m − 1, or 0 when m = 0. Three of a row's 2n + 1 multiplier instructions fewer, with
-// exactly the same words in the sum.
+// exactly the same words in the sum. Only mul() uses it: redc() serves Fp's squarings and
+// Fp2 (the curve code), and no Fr code on a hot path reduces a wide product apart.
 template <class P>
 CUZK_HD constexpr bool low_words_special() {
     return p32<P>(0) == 1u && p32<P>(1) == 0xffffffffu;
