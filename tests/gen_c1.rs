@@ -212,6 +212,7 @@ fn prove_and_verify_seal(size: &str, proof_name: &str, seed: &str) {
     let mut bad = proof.clone();
     bad[17] ^= 1;
     assert!(!verify_seal(&meta, &bad));
+    prune_params(proof_name);
 }
 
 #[test]

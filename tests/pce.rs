@@ -119,6 +119,8 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
     assert!(loaded.timings.get("save PCE").is_none());
     assert_eq!(recorded.proof, loaded.proof);
     assert!(verify_seal(&fixture_meta(), &loaded.proof));
+    // The recorded system is about half a gigabyte: not left for the tests after this one.
+    std::fs::remove_dir_all(&cache).unwrap();
 }
 
 /// Challenges generated in parallel and joined give the witness of the whole circuit.
