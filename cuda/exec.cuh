@@ -8,6 +8,7 @@
 // caller's error buffer (err, errlen), in the manner of error.cuh.
 #pragma once
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <cstdint>
@@ -254,6 +255,22 @@ struct DevicePending {
         delete pin;
     }
 };
+
+// A measuring knob (CUZK_*): the integer in [lo, hi] that the environment variable
+// holds, or fallback when it is unset or empty. Any other value is ignored with a warning
+// on stderr rather than read as strtol's 0 (CUZK_MSM_SLICE=abc would otherwise select
+// the per-bucket segments).
+inline long env_long(const char* name, long lo, long hi, long fallback) {
+    const char* v = getenv(name);
+    if (!v || !*v) return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const long x = strtol(v, &end, 10);
+    if (errno == 0 && *end == '\0' && x >= lo && x <= hi) return x;
+    fprintf(stderr, "cuzk-prove: warning: %s=%s ignored (not an integer in [%ld, %ld])\n", name,
+            v, lo, hi);
+    return fallback;
+}
 
 // CUZK_TRACE=1 (any value but 0): DeviceExec::mark records a timing event on the
 // default stream, and trace() prints every mark's device time since the first to stderr
@@ -676,10 +693,11 @@ struct DeviceExec {
     // 2^22 27.4 / 29.9). CUZK_GATHER=0 never gathers, =1 always (measuring, tests).
     static size_t gather_min() {
         static const size_t n = [] {
-            const char* v = getenv("CUZK_GATHER");
-            if (v && strcmp(v, "0") == 0) return SIZE_MAX;
-            if (v && strcmp(v, "1") == 0) return size_t(0);
-            return size_t(1) << 21;
+            switch (env_long("CUZK_GATHER", 0, 1, -1)) {
+                case 0: return SIZE_MAX;
+                case 1: return size_t(0);
+                default: return size_t(1) << 21;
+            }
         }();
         return n;
     }

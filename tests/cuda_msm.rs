@@ -395,6 +395,31 @@ fn msm_matches_blstrs_emulated() {
     gather_cases::<G2Projective>(&[1000], true);
 }
 
+/// A measuring knob with a value that is not an integer in its range is ignored with a
+/// warning, not read as strtol's 0 (for CUZK_MSM_SLICE, the per-bucket segments): the
+/// automatic slices run, and the MSM still matches blstrs.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_bad_knob_is_ignored_with_a_warning_emulated() {
+    let name = "msm_bad_knob_is_ignored_with_a_warning_emulated";
+    if let Some(err) = common::rerun_with_env_stderr(name, "CUZK_MSM_SLICE", "abc") {
+        let warnings: Vec<_> = err
+            .lines()
+            .filter(|l| l.contains("CUZK_MSM_SLICE"))
+            .collect();
+        assert_eq!(
+            warnings,
+            ["cuzk-prove: warning: CUZK_MSM_SLICE=abc ignored (not an integer in [0, 4096])"],
+            "{err}"
+        );
+        return;
+    }
+    sizes::<G1Projective>(&[100, 4097], &[0], true);
+}
+
 /// The first level's other form, per-bucket segments (`CUZK_MSM_SLICE=0`, kept to measure
 /// the slices against), emulated: the variable is read once per process, so this test runs
 /// its checks in a child process of this test binary with it set.

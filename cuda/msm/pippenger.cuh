@@ -58,11 +58,7 @@ constexpr uint32_t SEG_PARTIALS = 4;
 // CUZK_MSM_SLICE=N fixes it (0: the per-bucket segments of SumPointsFn), for measuring.
 constexpr uint32_t SLICE_MIN = 16, SLICE_MAX = 128;
 inline long slice_fixed() {  // −1: automatic
-    static const long fixed = [] {
-        const char* v = getenv("CUZK_MSM_SLICE");
-        const long x = v ? strtol(v, nullptr, 10) : -1;
-        return x >= 0 && x <= 4096 ? x : -1;
-    }();
+    static const long fixed = env_long("CUZK_MSM_SLICE", 0, 4096, -1);
     return fixed;
 }
 inline uint32_t slice_len(size_t entries, size_t slots) {
@@ -84,11 +80,7 @@ constexpr unsigned MAX_WINDOWS = 256;  // c = 1
 // CUZK_UPLOAD_BATCHES=N overrides the count (1: one copy), for measuring.
 constexpr size_t MIN_BATCHED = 4096;
 inline unsigned upload_batches(size_t n) {
-    static const unsigned k = [] {
-        const char* v = getenv("CUZK_UPLOAD_BATCHES");
-        const long x = v ? strtol(v, nullptr, 10) : 0;
-        return x >= 1 && x <= 64 ? (unsigned)x : 4u;
-    }();
+    static const unsigned k = (unsigned)env_long("CUZK_UPLOAD_BATCHES", 1, 64, 4);
     return n >= MIN_BATCHED ? k : 1;
 }
 

@@ -499,8 +499,8 @@ unsigned twist_table_log() {
     if constexpr (std::is_same<Exec, cuzk::HostExec>::value) {
         return 10;
     } else {
-        const char* v = getenv("CUZK_NTT_TWIST_LOG");
-        if (v) return (unsigned)std::min(strtol(v, nullptr, 10), 32l);
+        const long fixed = cuzk::env_long("CUZK_NTT_TWIST_LOG", 0, 32, -1);
+        if (fixed >= 0) return (unsigned)fixed;
         size_t free_b = 0, total_b = 0;
         if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 25;
         unsigned log = 25;
@@ -657,10 +657,7 @@ int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
 // transform: C's coset transform is saved. Exactly equal, coefficient by coefficient, for
 // any a, b, c. CUZK_H_TRANSFORMS=7 selects the seven, for measuring.
 inline bool h_seven_transforms() {
-    static const bool seven = [] {
-        const char* v = getenv("CUZK_H_TRANSFORMS");
-        return v && strtol(v, nullptr, 10) == 7;
-    }();
+    static const bool seven = cuzk::env_long("CUZK_H_TRANSFORMS", 6, 7, 6) == 7;
     return seven;
 }
 

@@ -171,8 +171,13 @@ pub fn gpu_or_skip() -> bool {
 /// test `name` of this test binary again in a child process with `var=value` and asserts
 /// it passed. Returns false in that child (var set), where the caller runs its checks.
 pub fn rerun_with_env(name: &str, var: &str, value: &str) -> bool {
+    rerun_with_env_stderr(name, var, value).is_some()
+}
+
+/// [`rerun_with_env`], giving the child's stderr (None in the child).
+pub fn rerun_with_env_stderr(name: &str, var: &str, value: &str) -> Option<String> {
     if std::env::var_os(var).is_some() {
-        return false;
+        return None;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([name, "--exact", "--nocapture"])
@@ -180,10 +185,10 @@ pub fn rerun_with_env(name: &str, var: &str, value: &str) -> bool {
         .output()
         .expect("run this test binary again");
     let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         out.status.success() && text.contains("1 passed"),
-        "{name} with {var}={value}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        "{name} with {var}={value}: {text}{err}"
     );
-    true
+    Some(err)
 }
