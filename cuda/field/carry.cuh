@@ -340,12 +340,12 @@ CUZK_UNROLL
             add_mp<P, false>(m, y, i, 3);
             add_mp<P, true>(m, x, i, 2);
             x[i + n] = addc(x[i + n], 0);
-            continue;
+        } else {
+            const uint32_t m = t * inv;
+            add_mp<P, true>(m, x, i, 0);
+            x[i + n] = addc(x[i + n], 0);
+            add_mp<P, true>(m, y, i, 1);
         }
-        const uint32_t m = t * inv;
-        add_mp<P, true>(m, x, i, 0);
-        x[i + n] = addc(x[i + n], 0);
-        add_mp<P, true>(m, y, i, 1);
     }
     // Word n − 1 is zero in both arrays (folded in row n − 1, then reduced).
     uint32_t t[n];
