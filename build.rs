@@ -139,6 +139,7 @@ fn build_cuda(nvcc: &Path) {
         "cuda/ntt/ntt.cu",
         "cuda/srs/points.cu",
         "cuda/msm/scalars.cu",
+        "cuda/pce/pce.cu",
         "cuda/field/fp_test.cu",
         "cuda/device.cu",
         "cuda/field/fr_test.cu",

@@ -1009,6 +1009,16 @@ int exclusive_sum_total(Exec& ex, const uint32_t* in, uint32_t* out, uint32_t n,
     return 0;
 }
 
+// *first = min(*first, i), atomically on the device: the first index a check kernel
+// rejects (the emulation runs one thread at a time).
+__host__ __device__ inline void mark_first(unsigned long long* first, unsigned long long i) {
+#ifdef __CUDA_ARCH__
+    atomicMin(first, i);
+#else
+    if (i < *first) *first = i;
+#endif
+}
+
 // Runs fn(executor) on the GPU, or on the host when `emulate`, as an extern "C" entry
 // does: a C++ exception (e.g. std::bad_alloc) becomes an error message prefixed `what`,
 // never an unwind into Rust.

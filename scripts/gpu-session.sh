@@ -31,7 +31,7 @@ fi
 
 pack() {
     local tmp; tmp=$(mktemp -d)
-    for t in cuda_e2e cuda_msm cuda_ntt cuda_field bad_input; do
+    for t in cuda_e2e cuda_msm cuda_ntt cuda_pce cuda_field bad_input; do
         local f; f=$(ls -t target/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
         [ -n "$f" ] && strip -o "$tmp/$t" "$f"
     done
@@ -65,7 +65,7 @@ case "${1:-}" in
 pack) pack ;;
 check)
     setup
-    for t in cuda_field cuda_msm cuda_ntt bad_input cuda_e2e; do
+    for t in cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e; do
         [ -x "$B/$t" ] && run "$t" "$B/$t" --nocapture
     done
     if command -v compute-sanitizer >/dev/null; then
@@ -79,6 +79,8 @@ check)
             "$B/cuda_ntt" ntt_fused_passes_small
         run memcheck-ntt compute-sanitizer --tool memcheck --error-exitcode 1 \
             "$B/cuda_ntt" ntt_fused_passes_small
+        run memcheck-pce compute-sanitizer --tool memcheck --error-exitcode 1 \
+            "$B/cuda_pce" pce_eval_quotient_matches_full_synthesis
     fi
     ;;
 bench)

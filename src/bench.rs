@@ -104,6 +104,10 @@ pub struct Options {
     pub overlap_aux: bool,
     /// The kernel rows to run; empty: all.
     pub rows: Vec<BenchRows>,
+    /// Instead: A·w, B·w, C·w on the host and on the GPU (`--pce-eval`), for the recording
+    /// of this C1's first partition tiled `pce_tiles` times.
+    pub pce_c1: Option<std::path::PathBuf>,
+    pub pce_tiles: usize,
 }
 
 impl Options {
@@ -193,9 +197,10 @@ pub fn run(o: &Options) -> Result<Vec<Row>> {
         runs: o.runs,
         rows: Vec::new(),
     };
-    match o.partition {
-        Some(log) => partition(o, log, &mut rows)?,
-        None => kernels(o, &mut rows)?,
+    match (o.partition, &o.pce_c1) {
+        (_, Some(c1)) => pce_eval(o, c1, &mut rows)?,
+        (Some(log), None) => partition(o, log, &mut rows)?,
+        (None, None) => kernels(o, &mut rows)?,
     }
     Ok(rows.rows)
 }
@@ -496,6 +501,7 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
             a_aux_density: spread(aux, a_aux),
             b_input_density: spread(INPUTS, 1),
             b_aux_density: spread(aux, b_aux),
+            deferred: None,
         })
     })?;
     let w = Msm {
@@ -517,6 +523,107 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
             stats(runs.iter().map(|r| r[k].1).collect()),
         );
     }
+    Ok(())
+}
+
+/// `--pce-c1`: the evaluations of a partition from a recorded constraint system on the
+/// host cores (as `--pce-eval cpu` does during synthesis) and on the GPU (`--pce-eval
+/// gpu`), each followed by H: the host path uploads a, b, c for the NTT, the device path
+/// the aux assignment (which the prover uploads for L, A and B anyway, so it is a row of
+/// its own) and evaluates there. The recording is the C1's first partition's, tiled
+/// `--pce-tiles` times (48 × 2KiB's 2.69 M constraints ≈ 32GiB's 130 M, domain 2^27): the
+/// real circuit's rows, terms and coefficients at the 32GiB size. H from both paths is
+/// checked equal.
+fn pce_eval(o: &Options, c1: &std::path::Path, rows: &mut Rows) -> Result<()> {
+    use crate::prove::cuda::{ntt, pce_eval::DevicePce};
+    use std::sync::Arc;
+    let c1 = crate::input::c1::read_c1(c1)?;
+    let circuits = crate::circuit::porep_circuits(&c1.registered_proof.as_v1_config(), c1.output)?;
+    let (pa, pce) = step("recording the first partition", || {
+        circuits.synthesize_recording(0)
+    })?;
+    let pce = Arc::new(step("tiling", || pce.tiled(o.pce_tiles))?);
+    let inputs = pa.input_assignment;
+    let aux: Vec<Fr> = step("tiling the witness", || {
+        Ok(pa.aux_assignment.repeat(o.pce_tiles))
+    })?;
+    let log = pce.constraints().next_power_of_two().trailing_zeros();
+    eprintln!(
+        "recording × {}: {} constraints (domain 2^{log}), {} aux, {:?} terms",
+        o.pce_tiles,
+        pce.constraints(),
+        pce.aux,
+        pce.nnz()
+    );
+    let mut abc = None;
+    let cpu = time(o.runs, || {
+        let t = Instant::now();
+        abc = Some(pce.evaluations(&inputs, &aux)?);
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    })?;
+    rows.push(
+        format!(
+            "pce: A·w, B·w, C·w host ({} threads)",
+            rayon::current_num_threads()
+        ),
+        log,
+        cpu,
+    );
+    let [a, b, c] = abc.expect("evaluated above");
+    let mut host_h = None;
+    let mut host_ms = Vec::new();
+    let host = time(o.runs, || {
+        let t = Instant::now();
+        let (h, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
+        host_ms.push(ms as f64);
+        host_h = Some(h);
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    })?;
+    rows.push("pce: host path, H with a, b, c uploads".into(), log, host);
+    rows.push("pce: host path, NTT kernels".into(), log, stats(host_ms));
+    drop((a, b, c));
+    let host_h = host_h.expect("computed above").read()?;
+
+    let mut dev = None;
+    let upload = wall(|| {
+        dev = Some(DevicePce::upload(&pce, false)?);
+        Ok(())
+    })?;
+    let dev = dev.expect("uploaded above");
+    eprintln!(
+        "recording on the device: {:.1} GB",
+        dev.bytes() as f64 / 1e9
+    );
+    rows.push(
+        "pce: matrices upload (once per run)".into(),
+        log,
+        (upload, upload, upload),
+    );
+    let mut aux_dev = None;
+    let aux_up = time(o.runs, || {
+        let t = Instant::now();
+        aux_dev = Some(DeviceScalars::upload(&aux, false)?);
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    })?;
+    rows.push("pce: aux upload".into(), log, aux_up);
+    let aux_dev = aux_dev.expect("uploaded above");
+    let (mut eval_ms, mut ntt_ms, mut dev_h) = (Vec::new(), Vec::new(), None);
+    let gpu = time(o.runs, || {
+        let t = Instant::now();
+        let (h, e, n) = ntt::quotient_pce_to_device(&dev, &inputs, &aux_dev)?;
+        eval_ms.push(e as f64);
+        ntt_ms.push(n as f64);
+        dev_h = Some(h);
+        Ok(t.elapsed().as_secs_f64() * 1e3)
+    })?;
+    rows.push("pce: device path, eval + H".into(), log, gpu);
+    rows.push("pce: device path, eval kernels".into(), log, stats(eval_ms));
+    rows.push("pce: device path, NTT kernels".into(), log, stats(ntt_ms));
+    ensure!(
+        dev_h.expect("computed above").read()? == host_h,
+        "H from the device evaluation differs from the host path's"
+    );
+    eprintln!("H equal on both paths");
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 
 use crate::bench::PARTITION_LOGS;
-pub use crate::prove::cuda::backend::{SrsDecode, BG2};
+pub use crate::prove::cuda::backend::{PceEval, SrsDecode, BG2};
 
 pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 
@@ -157,6 +157,15 @@ pub enum Command {
         /// --pin).
         #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
         pin: Switch,
+        /// Instead of the kernel rows: A·w, B·w, C·w from a recorded constraint system on
+        /// the host cores and on the GPU (the prover's --pce-eval), each with H; the
+        /// recording is this C1's first partition's, tiled --pce-tiles times.
+        #[arg(long, value_name = "C1", conflicts_with_all = ["partition", "rows"])]
+        pce_c1: Option<PathBuf>,
+        /// --pce-c1's copies of the recording (48 of a 2KiB or 8MiB partition ≈ the
+        /// 32GiB partition's 130 M constraints).
+        #[arg(long, value_name = "N", default_value_t = 48, requires = "pce_c1")]
+        pce_tiles: usize,
         /// Which kernel rows to run (comma-separated); all of them by default. Without
         /// the MSM rows no points are made, so NTT and H rows start at once.
         #[arg(
@@ -339,6 +348,12 @@ pub struct ProveArgs {
     #[arg(long, value_name = "DIR")]
     pub pce_cache: Option<PathBuf>,
 
+    /// With --pce and the CUDA backend, where A·w, B·w, C·w are evaluated: on the GPU from
+    /// the recording kept there (no evaluations cross the bus), or on the host cores
+    /// during synthesis. The CPU backend always evaluates on the host.
+    #[arg(long, value_enum, default_value_t = PceEval::Gpu)]
+    pub pce_eval: PceEval,
+
     /// Partitions synthesized and proved at once (bounds memory; default: all).
     #[arg(long, value_name = "N")]
     pub max_circuits: Option<usize>,
@@ -398,6 +413,8 @@ pub struct Config {
     /// Pre-compiled constraint system, and where to keep it.
     pub pce: bool,
     pub pce_cache: Option<PathBuf>,
+    /// Where the CUDA backend's PCE evaluations run.
+    pub pce_eval: PceEval,
     pub max_circuits: Option<usize>,
     pub partition: Option<usize>,
     pub stop_after: Option<Phase>,
@@ -433,6 +450,7 @@ impl Config {
             presize: false,
             pce: false,
             pce_cache: None,
+            pce_eval: PceEval::Gpu,
             max_circuits: None,
             partition: None,
             stop_after: None,
@@ -484,6 +502,7 @@ impl TryFrom<ProveArgs> for Config {
             presize: a.presize && !a.no_presize,
             pce: a.pce == Switch::On || a.pce_cache.is_some(),
             pce_cache: a.pce_cache,
+            pce_eval: a.pce_eval,
             max_circuits: a.max_circuits,
             partition: a.partition,
             stop_after: a.stop_after,

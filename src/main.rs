@@ -145,6 +145,8 @@ fn real_main(cli: Cli) -> Result<()> {
             overlap_aux,
             pin,
             rows,
+            pce_c1,
+            pce_tiles,
             runs,
             gpu,
             zeros,
@@ -169,6 +171,8 @@ fn real_main(cli: Cli) -> Result<()> {
                 split: split_msm == cuzk_prove::cli::Switch::On,
                 overlap_aux: overlap_aux == cuzk_prove::cli::Switch::On,
                 rows,
+                pce_c1,
+                pce_tiles,
             })?;
             if let Some(j) = &json {
                 output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;

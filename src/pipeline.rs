@@ -15,10 +15,12 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::circuit::{porep_circuits, PartitionCircuits};
+use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
-use crate::prove::{self, assemble, cpu::Cpu, cuda::backend::Cuda, Backend, Randomness};
+use crate::prove::cuda::backend::Cuda;
+use crate::prove::{self, assemble, cpu::Cpu, Backend, Randomness};
 use crate::report::Timings;
 use crate::synth::pce::Pce;
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
@@ -133,7 +135,8 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             };
             let auto = cfg.device == Device::Auto;
             let b = Cuda::new(msm, cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, auto)
-                .overlap_aux(cfg.overlap_aux);
+                .overlap_aux(cfg.overlap_aux)
+                .pce_eval(cfg.pce_eval == PceEval::Gpu);
             // Waited for under --device cuda, and for a --gpu other than 0: the only
             // index that can be out of range under auto (no GPU at all means the CPU).
             if !auto || cfg.gpu > 0 {
@@ -267,12 +270,14 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let mut pce = None;
     let mut pce_saved = false;
     if let Some(path) = pce_path.as_ref().filter(|p| p.exists()) {
-        pce = Some(t.time("load PCE", || Pce::load(path))?);
+        pce = Some(Arc::new(t.time("load PCE", || Pce::load(path))?));
         pce_saved = true;
     }
+    // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
+    let defer = cfg.pce && backend.evaluates_pce();
     for (b, ks) in todo.chunks(batch).enumerate() {
         let mut parts = if cfg.pce {
-            pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, &mut t))?
+            pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, defer, &mut t))?
         } else {
             t.time("synthesis", || {
                 pool.install(|| {
@@ -325,7 +330,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     report["circuit"] = json!(shape);
     if let Some(p) = &pce {
-        report["pce"] = json!({ "path": pce_path, "terms": p.nnz() });
+        report["pce"] = json!({
+            "path": pce_path,
+            "terms": p.nnz(),
+            "eval": if defer { "backend" } else { "cpu" },
+        });
     }
     report["witness"] = json!(witness);
     if matches!(cfg.stop_after, Some(Phase::Synth) | Some(Phase::Prove)) {
@@ -352,11 +361,13 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
 
 /// `--pce`: partition circuits → assignments through the recorded constraint system.
 /// Without a recording yet, the first partition is synthesized in full and recorded while
-/// the others' witnesses are generated; then A·w, B·w, C·w for those.
+/// the others' witnesses are generated; then A·w, B·w, C·w for those, or (`defer`) not:
+/// the backend evaluates them on its device.
 fn synthesize_pce(
     circuits: &dyn PartitionCircuits,
     ks: &[usize],
-    pce: &mut Option<Pce>,
+    pce: &mut Option<Arc<Pce>>,
+    defer: bool,
     t: &mut Timings,
 ) -> Result<Vec<ProvingAssignment>> {
     let ctx = |k: usize| move || format!("partition {k}");
@@ -387,10 +398,16 @@ fn synthesize_pce(
             p.nnz()
         );
         parts.push(pa);
-        *pce = Some(p);
+        *pce = Some(Arc::new(p));
     }
     let p = pce.as_ref().expect("recorded or loaded above");
     let witnesses = witnesses?;
+    if defer {
+        for (w, &k) in witnesses.into_iter().zip(todo) {
+            parts.push(p.deferred(w).with_context(ctx(k))?);
+        }
+        return Ok(parts);
+    }
     t.time("synthesis: A·w, B·w, C·w (PCE)", || {
         for (w, &k) in witnesses.into_iter().zip(todo) {
             parts.push(p.assignment(w).with_context(ctx(k))?);

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use cuzk_prove::cli::{Config, Device, SrsDecode, BG2};
+use cuzk_prove::cli::{Config, Device, PceEval, SrsDecode, BG2};
 use cuzk_prove::pipeline;
 use cuzk_prove::testdata::seal::Meta;
 
@@ -74,5 +74,36 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             plain.proof, cpu.proof,
             "{size}: GPU proof without the split MSM and GPU decoding, B in G2 on the CPU, differs"
         );
+        // --pce from a cache file, A·w, B·w, C·w on the GPU (--pce-eval gpu) and on the
+        // host: the same proof. The first run records (its one partition is synthesized
+        // in full), the others read the recording.
+        let cache = scratch(&format!("pce-gpu-{size}"));
+        let pce = |eval| {
+            prove_with(&c1, Device::Cuda, 7, |c| {
+                c.pce_cache = Some(cache.clone());
+                c.pce = true;
+                c.pce_eval = eval;
+            })
+        };
+        let recorded = pce(PceEval::Gpu);
+        assert!(recorded.timings.get("save PCE").is_some());
+        let on_gpu = pce(PceEval::Gpu);
+        eprintln!("{size} GPU, --pce-eval gpu:\n{}", on_gpu.timings.table());
+        assert!(on_gpu
+            .timings
+            .get("upload PCE matrices (GPU, once per run)")
+            .is_some());
+        assert_eq!(on_gpu.report["pce"]["eval"], "backend");
+        assert_eq!(
+            on_gpu.proof, cpu.proof,
+            "{size}: --pce-eval gpu proof differs"
+        );
+        let on_host = pce(PceEval::Cpu);
+        assert_eq!(on_host.report["pce"]["eval"], "cpu");
+        assert_eq!(
+            on_host.proof, cpu.proof,
+            "{size}: --pce-eval cpu proof differs"
+        );
+        std::fs::remove_dir_all(&cache).unwrap();
     }
 }

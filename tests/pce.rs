@@ -41,6 +41,25 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
     let pce2k = same_assignment::<SectorShape2KiB>("testdata/2kib");
     let pce8m = same_assignment::<SectorShape8MiB>("testdata/8mib");
 
+    // Tiled (bench-gpu --pce-c1): two copies evaluate to the evaluations twice over.
+    let full = synth::synthesize(
+        porep::<SectorShape2KiB>("testdata/2kib")
+            .circuit(0)
+            .unwrap(),
+        None,
+    )
+    .unwrap();
+    let twice = pce2k.tiled(2).unwrap();
+    assert_eq!(
+        (twice.constraints(), twice.aux),
+        (2 * pce2k.constraints(), 2 * pce2k.aux)
+    );
+    let [a, b, c] = twice
+        .evaluations(&full.input_assignment, &full.aux_assignment.repeat(2))
+        .unwrap();
+    assert!(a == full.a.repeat(2) && b == full.b.repeat(2) && c == full.c.repeat(2));
+    drop((a, b, c, full, twice));
+
     // Through the file and back.
     let dir = scratch("pce-file");
     let path = dir.join("2k.pce");

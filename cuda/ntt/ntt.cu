@@ -38,6 +38,7 @@
 #include "../exec.cuh"
 #include "../field/fp.cuh"
 #include "../msm/scalars.cuh"
+#include "../pce/eval.cuh"
 
 namespace {
 
@@ -661,13 +662,30 @@ inline bool h_seven_transforms() {
     return seven;
 }
 
+// Where the evaluations a, b, c come from: host memory (n each), or a recorded constraint
+// system evaluated on the device at a witness (--pce-eval gpu): the inputs from the host,
+// the aux assignment from a scalar set already there.
+struct Evaluations {
+    const Fr* host[3] = {nullptr, nullptr, nullptr};
+    size_t n = 0;
+    const cuzk::PceSet* pce = nullptr;
+    const Fr* inputs = nullptr;
+    size_t n_inputs = 0;
+    const cuzk::ScalarSet* aux = nullptr;
+    float* ms_eval = nullptr;  // the evaluation's and check's device time
+};
+
 // H into host memory h, or (h_set not null) into a new scalar set *h_set, for an MSM that
 // reads it where it is.
 template <class Exec>
-int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned log_m,
-             const CuzkPowTables& tables, const Fr& z_inv, Fr* h, cuzk::ScalarSet* h_set,
-             float* ms) {
+int quotient(Exec& ex, const Evaluations& ev, unsigned log_m, const CuzkPowTables& tables,
+             const Fr& z_inv, Fr* h, cuzk::ScalarSet* h_set, float* ms) {
     const uint64_t m = 1ull << log_m;
+    const size_t n = ev.pce ? ev.pce->rows : ev.n;
+    if (n > m) {
+        snprintf(ex.err, ex.errlen, "%zu evaluations do not fit the domain 2^%u", n, log_m);
+        return -1;
+    }
     typename Exec::template Buf<Fr> da, db, dc, dtab, own_h;
     auto& dh = h_set ? cuzk::storage(*h_set, ex) : own_h;
     CUZK_RC(ex.alloc(da, m, "NTT a"));
@@ -682,7 +700,15 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     CUZK_RC(make_transform(ex, m, pt[1], tables.lo[1], tables.lo_len, tables.hi[1],
                            tables.hi_len, &inv));
     Fr* bufs[3] = {da.ptr, db.ptr, dc.ptr};
-    const Fr* src[3] = {a, b, c};
+    if (ev.pce) {
+        typename Exec::Timer t_eval;
+        CUZK_RC(ex.start(t_eval));
+        CUZK_RC(cuzk::pce_eval(ex, *ev.pce, ev.inputs, ev.n_inputs, ev.aux->ptr(), ev.aux->n,
+                               bufs));
+        CUZK_RC(ex.stop(t_eval));
+        CUZK_RC(ex.sync("PCE evaluation"));
+        if (ev.ms_eval) CUZK_RC(ex.elapsed(t_eval, ev.ms_eval));
+    }
     // Each input's upload overlaps the transforms of the one before it (kernels queue on
     // the default stream, the copy runs beside them); the timers cover the kernels only.
     CUZK_RC(ex.sync_stream("NTT buffers"));
@@ -694,7 +720,7 @@ int quotient(Exec& ex, const Fr* a, const Fr* b, const Fr* c, size_t n, unsigned
     c_scale.c = cuzk::mul(cuzk::mul(tables.hi[2][0], tables.lo[2][0]), z_inv);
     typename Exec::Timer timer[4];
     for (int k = 0; k < 3; ++k) {
-        CUZK_RC(ex.upload_overlapped(bufs[k], src[k], n));
+        if (!ev.pce) CUZK_RC(ex.upload_overlapped(bufs[k], ev.host[k], n));
         CUZK_RC(ex.start(timer[k]));
         CUZK_RC(ex.zero(bufs[k] + n, m - n));
         if (k < 2 || seven) {
@@ -787,14 +813,59 @@ extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n
         }
         set->emulate = emulate != 0;
     }
+    Evaluations ev;
+    ev.host[0] = a;
+    ev.host[1] = b;
+    ev.host[2] = c;
+    ev.n = n;
     int rc = 0;
     if (log_m > 0)  // m = 1: H has no coefficients
         rc = cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
-            return quotient(ex, a, b, c, n, log_m, tables, *z_inv, h, set, ms);
+            return quotient(ex, ev, log_m, tables, *z_inv, h, set, ms);
         });
     if (set && rc != 0) delete set;
     if (set && rc == 0) *h_set = set;
     return rc;
+}
+
+// cuzk_ntt_quotient with the evaluations computed on the device (--pce-eval gpu) from the
+// recording `pce` (cuzk_pce_new) at the witness: n_inputs inputs in host memory, the aux
+// assignment in the scalar set `aux` (made with the same emulate). H stays on the device
+// in a new scalar set *h_set. *ms_eval gets the evaluation's device time, *ms the
+// transforms'. A witness that does not satisfy the recording fails, naming the row.
+extern "C" int cuzk_ntt_quotient_pce(const void* pce, const Fr* inputs, size_t n_inputs,
+                                     const void* aux, unsigned log_m, CuzkPowTables tables,
+                                     const Fr* z_inv, void** h_set, int emulate, float* ms_eval,
+                                     float* ms, char* err, size_t errlen) {
+    *h_set = nullptr;
+    const auto* p = (const cuzk::PceSet*)pce;
+    const auto* w = (const cuzk::ScalarSet*)aux;
+    if (log_m == 0 || log_m > 32 || p->emulate != (emulate != 0) || w->emulate != p->emulate) {
+        snprintf(err, errlen, "cuzk_ntt_quotient_pce: domain 2^%u, or the recording, witness "
+                 "and call disagree on emulation", log_m);
+        return -1;
+    }
+    auto* set = new (std::nothrow) cuzk::ScalarSet{};
+    if (!set) {
+        snprintf(err, errlen, "cuzk_ntt_quotient_pce: out of host memory");
+        return -1;
+    }
+    set->emulate = emulate != 0;
+    Evaluations ev;
+    ev.pce = p;
+    ev.inputs = inputs;
+    ev.n_inputs = n_inputs;
+    ev.aux = w;
+    ev.ms_eval = ms_eval;
+    const int rc = cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
+        return quotient(ex, ev, log_m, tables, *z_inv, nullptr, set, ms);
+    });
+    if (rc != 0) {
+        delete set;
+        return rc;
+    }
+    *h_set = set;
+    return 0;
 }
 
 // In-place NTT of x (2^log_m elements, natural order in and out): forward, or inverse

@@ -76,14 +76,6 @@ struct Codec<Fp2> {
     }
 };
 
-CUZK_HD void mark_bad(unsigned long long* first, unsigned long long i) {
-#ifdef __CUDA_ARCH__
-    atomicMin(first, i);
-#else
-    if (i < *first) *first = i;
-#endif
-}
-
 template <class F>
 struct DecodeFn {
     Affine<F>* pts;  // raw encodings in, decoded points out
@@ -109,7 +101,7 @@ CUZK_UNROLL
             ok = ok && eq(sqr(a.y), add(mul(sqr(a.x), a.x), Codec<F>::b()));
         }
         if (!ok) {
-            mark_bad(first_bad, i);
+            mark_first(first_bad, i);
             a = {F::zero(), F::zero()};
         }
         pts[i] = a;

@@ -55,7 +55,13 @@ pub trait Backend {
     fn prefetch(&self, _srs: &std::sync::Arc<Srs>) -> Result<()> {
         Ok(())
     }
-    /// Computes the products of every assignment (consuming their a, b, c evaluations).
+    /// Whether `products` evaluates assignments whose a, b, c synthesis deferred
+    /// (`--pce-eval gpu`) itself, on its device; else synthesis evaluates them.
+    fn evaluates_pce(&self) -> bool {
+        false
+    }
+    /// Computes the products of every assignment (consuming their a, b, c evaluations,
+    /// made first where deferred).
     fn products(
         &self,
         srs: &Srs,

@@ -151,6 +151,10 @@ pub struct ProvingAssignment {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Set when a, b, c are left to the prover backend (`--pce-eval gpu`): they are empty
+    /// and this recording evaluates them at the witness (on the GPU, or on the CPU where a
+    /// backend has no evaluation of its own: [`super::pce::evaluate_deferred`]).
+    pub deferred: Option<std::sync::Arc<super::pce::Pce>>,
 }
 
 impl ProvingAssignment {
@@ -164,11 +168,14 @@ impl ProvingAssignment {
             a_aux_density: Density::with_capacity(hint.aux),
             b_input_density: Density::with_capacity(hint.inputs),
             b_aux_density: Density::with_capacity(hint.aux),
+            deferred: None,
         }
     }
 
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        self.deferred
+            .as_ref()
+            .map_or(self.a.len(), |p| p.constraints())
     }
 
     /// Appends one constraint: evaluates its linear combinations, marks the densities.

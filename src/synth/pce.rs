@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::LinearCombination;
@@ -189,6 +190,17 @@ impl Pce {
         self.a.rows()
     }
 
+    /// A, B and C as CSR arrays (row offsets, columns with [`AUX`] marking aux variables,
+    /// coefficient indices), for an evaluation elsewhere (the GPU's, `--pce-eval gpu`).
+    pub fn matrices(&self) -> [(&[u64], &[u32], &[u32]); 3] {
+        [&self.a, &self.b, &self.c].map(|m| (&m.row_start[..], &m.cols[..], &m.coeffs[..]))
+    }
+
+    /// The distinct coefficients the matrices index (entry 0 is 1).
+    pub fn coeff_table(&self) -> &[Fr] {
+        &self.coeffs
+    }
+
     /// Terms in A, B, C.
     pub fn nnz(&self) -> [usize; 3] {
         [self.a.cols.len(), self.b.cols.len(), self.c.cols.len()]
@@ -224,26 +236,86 @@ impl Pce {
         out
     }
 
-    /// The proving assignment of `w`: what a full synthesis of the same circuit gives.
-    /// Fails if the witness does not fit the recording or does not satisfy it.
-    pub fn assignment(&self, w: Witness) -> Result<ProvingAssignment> {
+    /// Fails unless `w` has this recording's numbers of inputs and aux variables.
+    fn check_witness(&self, inputs: usize, aux: usize) -> Result<()> {
         ensure!(
-            w.inputs.len() == self.inputs && w.aux.len() == self.aux,
+            inputs == self.inputs && aux == self.aux,
             "the pre-compiled constraint system is for {} inputs and {} aux variables, the \
-             circuit has {} and {} (a cache file for another circuit?)",
+             circuit has {inputs} and {aux} (a cache file for another circuit?)",
             self.inputs,
             self.aux,
-            w.inputs.len(),
-            w.aux.len()
         );
+        Ok(())
+    }
+
+    /// `k` copies of this system side by side, sharing the inputs; copy j's aux variables
+    /// are j·aux.. (j + 1)·aux. For benchmarks: a recording of one small circuit tiled to
+    /// the 32GiB partition's size keeps the circuit's own rows, terms and coefficients.
+    #[doc(hidden)]
+    pub fn tiled(&self, k: usize) -> Result<Self> {
+        ensure!(
+            k >= 1 && self.aux.saturating_mul(k) < AUX as usize,
+            "{k} copies of {} aux variables do not fit a recording",
+            self.aux
+        );
+        let aux = self.aux as u32;
+        let tile = |m: &Csr| {
+            let (rows, nnz) = (m.rows(), m.cols.len() as u64);
+            let mut t = Csr {
+                row_start: Vec::with_capacity(rows * k + 1),
+                cols: Vec::with_capacity(m.cols.len() * k),
+                coeffs: Vec::with_capacity(m.coeffs.len() * k),
+            };
+            t.row_start.push(0);
+            for j in 0..k as u32 {
+                let base = j as u64 * nnz;
+                t.row_start
+                    .extend(m.row_start[1..].iter().map(|&r| r + base));
+                t.cols.extend(
+                    m.cols
+                        .iter()
+                        .map(|&c| if c & AUX != 0 { c + j * aux } else { c }),
+                );
+                t.coeffs.extend_from_slice(&m.coeffs);
+            }
+            t
+        };
+        let repeat = |d: &Density| {
+            let mut r = Density::with_capacity(d.len() * k);
+            for j in 0..k {
+                for i in 0..d.len() {
+                    r.add_element();
+                    if d.get(i) {
+                        r.inc(j * d.len() + i);
+                    }
+                }
+            }
+            r
+        };
+        Ok(Self {
+            inputs: self.inputs,
+            aux: self.aux * k,
+            a: tile(&self.a),
+            b: tile(&self.b),
+            c: tile(&self.c),
+            coeffs: self.coeffs.clone(),
+            a_aux_density: repeat(&self.a_aux_density),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: repeat(&self.b_aux_density),
+        })
+    }
+
+    /// A·w, B·w, C·w on the host cores, checked: a·b = c on every row.
+    pub fn evaluations(&self, inputs: &[Fr], aux: &[Fr]) -> Result<[Vec<Fr>; 3]> {
+        self.check_witness(inputs.len(), aux.len())?;
         let ((a, b), c) = rayon::join(
             || {
                 rayon::join(
-                    || self.eval(&self.a, &w.inputs, &w.aux),
-                    || self.eval(&self.b, &w.inputs, &w.aux),
+                    || self.eval(&self.a, inputs, aux),
+                    || self.eval(&self.b, inputs, aux),
                 )
             },
-            || self.eval(&self.c, &w.inputs, &w.aux),
+            || self.eval(&self.c, inputs, aux),
         );
         let bad = a
             .par_iter()
@@ -257,6 +329,13 @@ impl Pce {
                 a.len()
             );
         }
+        Ok([a, b, c])
+    }
+
+    /// The proving assignment of `w`: what a full synthesis of the same circuit gives.
+    /// Fails if the witness does not fit the recording or does not satisfy it.
+    pub fn assignment(&self, w: Witness) -> Result<ProvingAssignment> {
+        let [a, b, c] = self.evaluations(&w.inputs, &w.aux)?;
         Ok(ProvingAssignment {
             a,
             b,
@@ -266,6 +345,22 @@ impl Pce {
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
+            deferred: None,
+        })
+    }
+
+    /// The proving assignment of `w` with a, b, c left to the backend (`--pce-eval gpu`):
+    /// [`Self::assignment`] without the evaluations, which `deferred` will give.
+    pub fn deferred(self: &Arc<Self>, w: Witness) -> Result<ProvingAssignment> {
+        self.check_witness(w.inputs.len(), w.aux.len())?;
+        Ok(ProvingAssignment {
+            input_assignment: w.inputs,
+            aux_assignment: w.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            deferred: Some(Arc::clone(self)),
+            ..ProvingAssignment::default()
         })
     }
 
@@ -416,6 +511,15 @@ impl Pce {
             )
         })
     }
+}
+
+/// Fills the a, b, c of an assignment whose evaluations were deferred (a backend without an
+/// evaluation of its own, e.g. the CUDA backend's CPU fallback); others are left as they are.
+pub fn evaluate_deferred(pa: &mut ProvingAssignment) -> Result<()> {
+    if let Some(p) = pa.deferred.take() {
+        [pa.a, pa.b, pa.c] = p.evaluations(&pa.input_assignment, &pa.aux_assignment)?;
+    }
+    Ok(())
 }
 
 /// Fixed-width little-endian integers, for the file's arrays.

@@ -29,6 +29,14 @@ impl Backend for Cpu {
         parts: &mut [ProvingAssignment],
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
+        // Assignments left unevaluated for a GPU that turned out absent (--device auto).
+        if parts.iter().any(|p| p.deferred.is_some()) {
+            t.time("A·w, B·w, C·w (PCE, CPU)", || {
+                parts
+                    .iter_mut()
+                    .try_for_each(crate::synth::pce::evaluate_deferred)
+            })?;
+        }
         let hs = t.time("H: iFFT, coset FFT, (ab−c)/Z, coset iFFT", || {
             parts
                 .iter_mut()

@@ -28,12 +28,14 @@ use anyhow::{bail, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
+use super::pce_eval::DevicePce;
 use super::{
     msm_with, ntt, DevicePoints, DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
 };
 use crate::input::srs::{Section, Srs, SrsPoint};
 use crate::prove::{cpu, Backend, Products};
 use crate::report::Timings;
+use crate::synth::pce::Pce;
 use crate::synth::ProvingAssignment;
 
 /// Where B in G2 is computed (`--b-g2`).
@@ -42,6 +44,17 @@ use crate::synth::ProvingAssignment;
 pub enum BG2 {
     #[default]
     Gpu,
+    Cpu,
+}
+
+/// Where a deferred PCE assignment's A·w, B·w, C·w are evaluated (`--pce-eval`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PceEval {
+    /// On the GPU, from the recording kept on the device (pce_eval.rs).
+    #[default]
+    Gpu,
+    /// On the host cores, during synthesis.
     Cpu,
 }
 
@@ -70,6 +83,11 @@ pub struct Cuda {
     /// With the SRS resident, upload each partition's aux assignment while its H MSM runs
     /// (`--overlap-aux on`, the default) rather than after it.
     pub overlap_aux: bool,
+    /// `--pce-eval gpu`: take assignments whose a, b, c synthesis left unevaluated and
+    /// evaluate them on the device.
+    pub pce_eval: bool,
+    /// The recording on the device, kept for every batch of the run.
+    pce_dev: Mutex<Option<Arc<DevicePce>>>,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
     /// Whether there is a usable GPU, settled by a probe that runs on a helper thread
@@ -365,6 +383,8 @@ impl Cuda {
             gpu,
             pin,
             overlap_aux: true,
+            pce_eval: true,
+            pce_dev: Default::default(),
             resident: Default::default(),
             probe: Probe::start(fallback, gpu),
         }
@@ -374,6 +394,27 @@ impl Cuda {
     pub fn overlap_aux(mut self, on: bool) -> Self {
         self.overlap_aux = on;
         self
+    }
+
+    /// `--pce-eval gpu`: A·w, B·w, C·w of `--pce` assignments on the device (default on).
+    pub fn pce_eval(mut self, on: bool) -> Self {
+        self.pce_eval = on;
+        self
+    }
+
+    /// The recording `pce` on the device: uploaded on first use, then kept for the run.
+    fn device_pce(&self, pce: &Arc<Pce>, t: &mut Timings) -> Result<Arc<DevicePce>> {
+        let mut kept = self.pce_dev.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = kept.as_ref().filter(|d| Arc::ptr_eq(&d.pce, pce)) {
+            return Ok(d.clone());
+        }
+        *kept = None; // another recording's memory goes first
+        let d = t.time("upload PCE matrices (GPU, once per run)", || {
+            DevicePce::upload(pce, false)
+        })?;
+        let d = Arc::new(d);
+        *kept = Some(d.clone());
+        Ok(d)
     }
 
     /// Whether this backend proves on the GPU, waiting for the probe (see [`Probe::gpu`]).
@@ -481,6 +522,10 @@ impl Backend for Cuda {
         Ok(())
     }
 
+    fn evaluates_pce(&self) -> bool {
+        self.pce_eval
+    }
+
     fn products(
         &self,
         srs: &Srs,
@@ -573,6 +618,9 @@ struct Phases {
     wall: [Duration; PHASES],
     work: [DeviceWork; PHASES],
     ntt_ms: f64,
+    /// A·w, B·w, C·w on the device (`--pce-eval gpu`), and for how many partitions.
+    eval_ms: f64,
+    evaluated: usize,
 }
 
 impl Phases {
@@ -585,18 +633,32 @@ impl Phases {
 
     fn record(&self, t: &mut Timings, split: bool, g2: bool, aux_once: bool, overlap_aux: bool) {
         let row = |t: &mut Timings, p: Phase, name: &str| t.add(name, self.wall[p as usize]);
-        row(t, Phase::Ntt, "H: NTT on the GPU (with transfers)");
+        if self.evaluated > 0 {
+            row(
+                t,
+                Phase::Ntt,
+                "H: PCE evaluation + NTT on the GPU (with transfers)",
+            );
+            t.add(
+                "  of which A·w, B·w, C·w kernels (PCE, GPU events)",
+                Duration::from_secs_f64(self.eval_ms / 1e3),
+            );
+        } else {
+            row(t, Phase::Ntt, "H: NTT on the GPU (with transfers)");
+        }
         t.add(
             "  of which NTT kernels (GPU events)",
             Duration::from_secs_f64(self.ntt_ms / 1e3),
         );
         row(t, Phase::HMsm, "MSM h (GPU, H from the NTT on the device)");
         self.work[Phase::HMsm as usize].record(t, false);
-        if aux_once {
+        if aux_once || self.evaluated > 0 {
             row(
                 t,
                 Phase::AuxUpload,
-                if overlap_aux {
+                if self.evaluated > 0 {
+                    "upload aux assignment (once per partition, before H: PCE on the GPU)"
+                } else if overlap_aux {
                     "upload aux assignment (once per partition, beyond MSM h)"
                 } else {
                     "upload aux assignment (once per partition)"
@@ -690,6 +752,33 @@ impl Cuda {
         Ok((h, Some(aux)))
     }
 
+    /// H for a partition whose a, b, c synthesis left to the backend (`--pce-eval gpu`):
+    /// its aux assignment goes to the device first (the evaluation reads it; L, A and B
+    /// then reuse it), a, b, c are evaluated there, then the NTT and H's MSM.
+    fn h_product_pce(
+        &self,
+        pts: &Loaded<G1Affine>,
+        pce: &DevicePce,
+        p: &ProvingAssignment,
+        ph: &mut Phases,
+    ) -> Result<(G1Projective, DeviceScalars)> {
+        let aux = ph.time(Phase::AuxUpload, |_| {
+            DeviceScalars::upload(&p.aux_assignment, false)
+        })?;
+        let (hd, eval_ms, ms) = ph.time(Phase::Ntt, |_| {
+            ntt::quotient_pce_to_device(pce, &p.input_assignment, &aux)
+        })?;
+        ph.ntt_ms += ms as f64;
+        ph.eval_ms += eval_ms as f64;
+        ph.evaluated += 1;
+        let h_cfg = Msm {
+            split: false,
+            ..self.msm
+        };
+        let h = ph.time(Phase::HMsm, |work| pts.msm_dev(0, &hd, h_cfg, work))?;
+        Ok((h, aux))
+    }
+
     /// With the SRS resident, partition by partition: H, then the aux assignment goes to
     /// the device once and serves L, A and B. Else (sections loaded per MSM) product by
     /// product over the partitions, each MSM uploading the aux assignment it narrows.
@@ -726,14 +815,21 @@ impl Cuda {
             );
             let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
             for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-                let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
-                let (h, aux) = self.h_product(&h, abc, beside, &mut ph)?;
-                o.h = h;
-                let aux = match aux {
-                    Some(aux) => aux,
-                    None => ph.time(Phase::AuxUpload, |_| {
-                        DeviceScalars::upload(&p.aux_assignment, false)
-                    })?,
+                let aux = if let Some(pce) = &p.deferred {
+                    let pce = self.device_pce(pce, t)?;
+                    let (h, aux) = self.h_product_pce(&h, &pce, p, &mut ph)?;
+                    o.h = h;
+                    aux
+                } else {
+                    let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
+                    let (h, aux) = self.h_product(&h, abc, beside, &mut ph)?;
+                    o.h = h;
+                    match aux {
+                        Some(aux) => aux,
+                        None => ph.time(Phase::AuxUpload, |_| {
+                            DeviceScalars::upload(&p.aux_assignment, false)
+                        })?,
+                    }
                 };
                 o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, &aux, w, k))?;
                 o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, &aux, w, k))?;
@@ -749,8 +845,14 @@ impl Cuda {
         // H stays on the device from the NTT to its MSM; so one partition at a time (all
         // of a 32GiB proof's H at once would not fit beside the SRS).
         let pts = self.load(srs, &srs.h, g1, t)?;
-        for (o, abc) in out.iter_mut().zip(abc) {
-            o.h = self.h_product(&pts, abc, None, &mut ph)?.0;
+        for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
+            o.h = match &p.deferred {
+                Some(pce) => {
+                    let pce = self.device_pce(pce, t)?;
+                    self.h_product_pce(&pts, &pce, p, &mut ph)?.0
+                }
+                None => self.h_product(&pts, abc, None, &mut ph)?.0,
+            };
         }
         drop(pts);
         let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod field;
 mod msm;
 pub mod ntt;
+pub mod pce_eval;
 pub use msm::{
     gather_min_points, msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points,
     msm_points_emulated, msm_resident, msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm,

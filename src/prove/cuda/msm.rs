@@ -347,6 +347,7 @@ pub enum Points<'a, P: GpuAffine> {
 
 /// Scalars (blstrs Scalars, Montgomery form) kept in device memory between calls, or,
 /// emulated, in host memory standing in for it; freed on drop.
+#[derive(Debug)]
 pub struct DeviceScalars {
     set: *mut std::ffi::c_void,
     len: usize,
@@ -475,6 +476,16 @@ impl DeviceScalars {
     #[cfg(cuzk_cuda)]
     pub(crate) fn from_raw(set: *mut std::ffi::c_void, len: usize, emulated: bool) -> Self {
         Self { set, len, emulated }
+    }
+
+    /// The FFI handle, for a kernel entry that reads the set (the device PCE evaluation).
+    #[cfg(cuzk_cuda)]
+    pub(crate) fn raw(&self) -> *mut std::ffi::c_void {
+        self.set
+    }
+
+    pub fn is_emulated(&self) -> bool {
+        self.emulated
     }
 
     pub fn len(&self) -> usize {

@@ -4,6 +4,7 @@
 
 use anyhow::{ensure, Result};
 
+use super::pce_eval::DevicePce;
 use super::DeviceScalars;
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
@@ -35,6 +36,21 @@ mod ffi {
             h: *mut Fr,
             h_set: *mut *mut std::ffi::c_void,
             emulate: c_int,
+            ms_compute: *mut f32,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub fn cuzk_ntt_quotient_pce(
+            pce: *const std::ffi::c_void,
+            inputs: *const Fr,
+            n_inputs: usize,
+            aux: *const std::ffi::c_void,
+            log_m: c_uint,
+            tables: PowTables,
+            z_inv: *const Fr,
+            h_set: *mut *mut std::ffi::c_void,
+            emulate: c_int,
+            ms_eval: *mut f32,
             ms_compute: *mut f32,
             err: *mut c_char,
             errlen: usize,
@@ -135,18 +151,10 @@ pub fn quotient_to_device(
     Ok((h.expect("asked for a device set"), ms))
 }
 
-fn quotient_on(
-    a: &[Fr],
-    b: &[Fr],
-    c: &[Fr],
-    emulate: bool,
-    to_device: bool,
-) -> Result<(Vec<Fr>, Option<DeviceScalars>, f32)> {
-    ensure!(
-        a.len() == b.len() && b.len() == c.len(),
-        "A, B, C lengths differ"
-    );
-    let m = a.len().max(1).next_power_of_two();
+/// The domain of `n` evaluations (log2), and the tables and Z⁻¹ of H's transforms on it.
+#[cfg_attr(not(cuzk_cuda), allow(dead_code))]
+fn quotient_setup(n: usize) -> Result<(u32, Tables, Fr)> {
+    let m = n.max(1).next_power_of_two();
     let log_m = m.trailing_zeros();
     ensure!(log_m <= Fr::S, "domain 2^{log_m} exceeds Fr's two-adicity");
     let w = omega(log_m);
@@ -162,6 +170,76 @@ fn quotient_on(
             (g.invert().unwrap(), m_inv),
         ],
     );
+    Ok((log_m, tables, z_inv))
+}
+
+/// H on the device (as [`quotient_to_device`]) with a, b, c evaluated there from the
+/// recording `pce` at the witness: `inputs` from the host, the aux assignment already on
+/// the device (`--pce-eval gpu`). Also returns the evaluation's and the transforms'
+/// device milliseconds. Fails, naming the row, where the witness does not satisfy the
+/// recording.
+pub fn quotient_pce_to_device(
+    pce: &DevicePce,
+    inputs: &[Fr],
+    aux: &DeviceScalars,
+) -> Result<(DeviceScalars, f32, f32)> {
+    ensure!(
+        pce.is_emulated() == aux.is_emulated(),
+        "the recording and the aux assignment are not in the same memory"
+    );
+    ensure!(
+        pce.pce.constraints() >= 2,
+        "a constraint system of {} rows has no quotient to compute",
+        pce.pce.constraints()
+    );
+    let (log_m, tables, z_inv) = quotient_setup(pce.pce.constraints())?;
+    #[cfg(cuzk_cuda)]
+    {
+        let (mut ms_eval, mut ms) = (0f32, 0f32);
+        let mut set = std::ptr::null_mut();
+        // SAFETY: the handles are live (borrowed for the call) and in the memory `emulate`
+        // names; inputs holds n_inputs scalars (the callee checks the count against the
+        // recording's); the tables outlive the call.
+        super::call(|e, l| unsafe {
+            ffi::cuzk_ntt_quotient_pce(
+                pce.raw(),
+                inputs.as_ptr(),
+                inputs.len(),
+                aux.raw(),
+                log_m,
+                tables.ffi(),
+                &z_inv,
+                &mut set,
+                pce.is_emulated() as i32,
+                &mut ms_eval,
+                &mut ms,
+                e,
+                l,
+            )
+        })?;
+        let h = DeviceScalars::from_raw(set, (1usize << log_m) - 1, pce.is_emulated());
+        Ok((h, ms_eval, ms))
+    }
+    #[cfg(not(cuzk_cuda))]
+    {
+        let _ = (inputs, tables, z_inv);
+        anyhow::bail!(super::NO_CUDA_BUILD)
+    }
+}
+
+fn quotient_on(
+    a: &[Fr],
+    b: &[Fr],
+    c: &[Fr],
+    emulate: bool,
+    to_device: bool,
+) -> Result<(Vec<Fr>, Option<DeviceScalars>, f32)> {
+    ensure!(
+        a.len() == b.len() && b.len() == c.len(),
+        "A, B, C lengths differ"
+    );
+    let (log_m, tables, z_inv) = quotient_setup(a.len())?;
+    let m = 1usize << log_m;
     let mut h = vec![Fr::ZERO; if to_device { 0 } else { m - 1 }];
     #[cfg(cuzk_cuda)]
     {
