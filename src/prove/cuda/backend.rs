@@ -190,6 +190,22 @@ pub struct Prefetched {
     upload: Duration,
 }
 
+/// The NTT's twist tables, kept for the process once made: forward and inverse tables of
+/// up to 2^27 entries of 32 bytes (ntt.cu, twist_table_log), per domain element.
+const TABLES_PER_DOMAIN_ELEMENT: usize = 64;
+
+/// A deferred assignment's evaluations on the host cores, where its recording does not
+/// fit the GPU.
+fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result<Abc> {
+    let [a, b, c] = t.time(
+        "A·w, B·w, C·w (PCE, CPU: the recording does not fit the GPU)",
+        || pce.evaluations(&p.input_assignment, &p.aux_assignment),
+    )?;
+    Ok((a, b, c))
+}
+
+type Abc = (Vec<Fr>, Vec<Fr>, Vec<Fr>);
+
 /// Device memory the MSMs and the NTT need besides the resident SRS, per domain element.
 /// Estimated from the allocations (not measured): the H MSM's peak, while its 16 windows
 /// of digits are sorted, is ≈ 450 bytes (H and its copy 64, keys and values in and out
@@ -403,18 +419,31 @@ impl Cuda {
     }
 
     /// The recording `pce` on the device: uploaded on first use, then kept for the run.
-    fn device_pce(&self, pce: &Arc<Pce>, t: &mut Timings) -> Result<Arc<DevicePce>> {
+    /// None when it does not fit beside what the NTT and the MSMs need (8.8 GB at 32GiB):
+    /// the host evaluates instead ([`host_evaluations`]).
+    fn device_pce(&self, pce: &Arc<Pce>, t: &mut Timings) -> Result<Option<Arc<DevicePce>>> {
         let mut kept = self.pce_dev.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(d) = kept.as_ref().filter(|d| Arc::ptr_eq(&d.pce, pce)) {
-            return Ok(d.clone());
+            return Ok(Some(d.clone()));
         }
         *kept = None; // another recording's memory goes first
+        let m = pce.constraints().next_power_of_two();
+        let need = DevicePce::bytes_for(pce)
+            + (SCRATCH_PER_DOMAIN_ELEMENT + TABLES_PER_DOMAIN_ELEMENT) * m;
+        let (free, _) = super::mem_info()?;
+        if need > free {
+            log::info!(
+                "--pce-eval gpu: the recording needs {need} bytes with the NTT and MSM \
+                 scratch, the GPU has {free} free: A·w, B·w, C·w on the host"
+            );
+            return Ok(None);
+        }
         let d = t.time("upload PCE matrices (GPU, once per run)", || {
             DevicePce::upload(pce, false)
         })?;
         let d = Arc::new(d);
         *kept = Some(d.clone());
-        Ok(d)
+        Ok(Some(d))
     }
 
     /// Whether this backend proves on the GPU, waiting for the probe (see [`Probe::gpu`]).
@@ -785,7 +814,7 @@ impl Cuda {
     fn products_with(
         &self,
         srs: &Srs,
-        abc: Vec<(Vec<Fr>, Vec<Fr>, Vec<Fr>)>,
+        abc: Vec<Abc>,
         parts: &[ProvingAssignment],
         t: &mut Timings,
         g1: &Decoded<G1Affine>,
@@ -815,12 +844,19 @@ impl Cuda {
             );
             let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
             for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-                let aux = if let Some(pce) = &p.deferred {
-                    let pce = self.device_pce(pce, t)?;
+                let on_device = match &p.deferred {
+                    Some(pce) => self.device_pce(pce, t)?,
+                    None => None,
+                };
+                let aux = if let Some(pce) = on_device {
                     let (h, aux) = self.h_product_pce(&h, &pce, p, &mut ph)?;
                     o.h = h;
                     aux
                 } else {
+                    let abc = match &p.deferred {
+                        Some(pce) => host_evaluations(pce, p, t)?,
+                        None => abc,
+                    };
                     let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
                     let (h, aux) = self.h_product(&h, abc, beside, &mut ph)?;
                     o.h = h;
@@ -846,12 +882,17 @@ impl Cuda {
         // of a 32GiB proof's H at once would not fit beside the SRS).
         let pts = self.load(srs, &srs.h, g1, t)?;
         for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-            o.h = match &p.deferred {
-                Some(pce) => {
-                    let pce = self.device_pce(pce, t)?;
-                    self.h_product_pce(&pts, &pce, p, &mut ph)?.0
+            let on_device = match &p.deferred {
+                Some(pce) => self.device_pce(pce, t)?,
+                None => None,
+            };
+            o.h = match (on_device, &p.deferred) {
+                (Some(pce), _) => self.h_product_pce(&pts, &pce, p, &mut ph)?.0,
+                (None, Some(pce)) => {
+                    let abc = host_evaluations(pce, p, t)?;
+                    self.h_product(&pts, abc, None, &mut ph)?.0
                 }
-                None => self.h_product(&pts, abc, None, &mut ph)?.0,
+                (None, None) => self.h_product(&pts, abc, None, &mut ph)?.0,
             };
         }
         drop(pts);

@@ -113,9 +113,15 @@ impl DevicePce {
 
     /// Bytes the recording takes on the device.
     pub fn bytes(&self) -> usize {
-        let rows = self.pce.constraints() + 1;
-        let terms: usize = self.pce.nnz().iter().sum();
-        3 * rows * 8 + terms * 8 + self.pce.coeff_table().len() * 32
+        Self::bytes_for(&self.pce)
+    }
+
+    /// Bytes `pce` would take on the device: per matrix its row offsets (8 bytes a row)
+    /// and terms (8 bytes each), and the coefficient table.
+    pub fn bytes_for(pce: &Pce) -> usize {
+        let rows = pce.constraints() + 1;
+        let terms: usize = pce.nnz().iter().sum();
+        3 * rows * 8 + terms * 8 + pce.coeff_table().len() * 32
     }
 }
 
