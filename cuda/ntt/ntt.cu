@@ -64,17 +64,6 @@ __device__ __noinline__ Fr times_pow_call(Fr v, const Fr* lo, const Fr* hi, unsi
     return cuzk::mul_lazy(cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]), v);
 }
 #endif
-// The calls run one after another, so their table reads (L2, scattered) are requested
-// for all of a thread's elements first: a prefetch into L1 per entry, no registers held.
-CUZK_HD void prefetch_pow(const PowTable& t, uint64_t e) {
-#ifdef __CUDA_ARCH__
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(t.hi + (e >> t.L)));
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(t.lo + (e & ((1ull << t.L) - 1))));
-#else
-    (void)t;
-    (void)e;
-#endif
-}
 CUZK_HD Fr times_pow(const Fr& v, const PowTable& t, uint64_t e) {
 #ifdef __CUDA_ARCH__
     return times_pow_call(v, t.lo, t.hi, t.L, e);
@@ -91,13 +80,6 @@ CUZK_HD Fr times_entry(const Fr& v, const Fr* p) {
     return times_entry_call(v, p);
 #else
     return cuzk::mul_lazy(*p, v);
-#endif
-}
-CUZK_HD void prefetch_entry(const Fr* p) {
-#ifdef __CUDA_ARCH__
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-#else
-    (void)p;
 #endif
 }
 
@@ -250,12 +232,6 @@ struct FusedStages {
         const uint64_t lane = ((block & ((1ull << (s - q)) - 1)) << q) | (l & ((1ull << q) - 1));
         return lane * rev(l >> q, K);
     }
-    CUZK_HD void prefetch_twist(size_t block, uint64_t l) const {
-        if (tw)
-            prefetch_entry(tw + twist_e(block, l));
-        else
-            prefetch_pow(w, twist_e(block, l) << (log_m - s - K));
-    }
     CUZK_HD Fr twist(const Fr& v, size_t block, uint64_t l) const {
         return tw ? times_entry(v, tw + twist_e(block, l))
                   : times_pow(v, w, twist_e(block, l) << (log_m - s - K));
@@ -279,7 +255,6 @@ CUZK_UNROLL
             const uint64_t l = base | ((uint64_t)k << p);
             if (from_global) {
                 v[k] = load_fr(x + index(block, l));
-                if (DIT && twisted) prefetch_twist(block, l);
             } else {
                 const uint32_t sl = slot((uint32_t)l);
                 load2(sh + 2 * sl, v[k].l[0], v[k].l[1]);
@@ -312,15 +287,6 @@ CUZK_UNROLL
                     v[k] = cuzk::add_lazy(a, c);
                     v[k | h] = one ? d : cuzk::mul_lazy(load_fr(roots.r + ((j0 | ((uint64_t)jm << b)) << shift)), d);
                 }
-            }
-        }
-        if (!DIT && to_global && (twisted || scale.kind == Scale::TABLE)) {
-CUZK_UNROLL
-            for (unsigned k = 0; k < N; ++k) {
-                const uint64_t l = base | ((uint64_t)k << p);
-                if (twisted) prefetch_twist(block, l);
-                if (scale.kind == Scale::TABLE)
-                    prefetch_pow(scale.table, rev(index(block, l), log_m));
             }
         }
 CUZK_UNROLL
