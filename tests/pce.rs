@@ -121,16 +121,17 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
 #[test]
 fn pce_cache_proves_and_filecoin_proofs_verifies() {
     let cache = scratch("pce-cache");
-    let prove = || {
+    let prove_on = |device| {
         let mut cfg = Config::new(fixture_c1(), None);
         cfg.param_cache = param_cache().to_path_buf();
-        cfg.device = Device::Cpu;
+        cfg.device = device;
         cfg.rng_seed = Some(3);
         cfg.quiet = true;
         cfg.pce = true;
         cfg.pce_cache = Some(cache.clone());
         pipeline::run(&cfg).unwrap()
     };
+    let prove = || prove_on(Device::Cpu);
     let recorded = prove();
     assert!(recorded.timings.get("save PCE").is_some());
     let loaded = prove();
@@ -138,6 +139,14 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
     assert!(loaded.timings.get("save PCE").is_none());
     assert_eq!(recorded.proof, loaded.proof);
     assert!(verify_seal(&fixture_meta(), &loaded.proof));
+    // --device auto: a CUDA build leaves A·w, B·w, C·w to the backend (--pce-eval gpu),
+    // which evaluates them on the GPU, or, without one (CI), falls back to the CPU backend
+    // and evaluates them there. The same proof either way.
+    let auto = prove_on(Device::Auto);
+    assert_eq!(auto.proof, loaded.proof, "--device auto with a PCE cache");
+    if auto.report["backend"] == "cpu" && cuzk_prove::prove::cuda::built() {
+        assert!(auto.timings.get("A·w, B·w, C·w (PCE, CPU)").is_some());
+    }
     // The recorded system is about half a gigabyte: not left for the tests after this one.
     std::fs::remove_dir_all(&cache).unwrap();
 }
