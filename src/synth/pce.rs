@@ -332,6 +332,18 @@ impl Pce {
         Ok([a, b, c])
     }
 
+    /// `w` with this recording's densities, a, b, c empty.
+    fn unevaluated(&self, w: Witness) -> ProvingAssignment {
+        ProvingAssignment {
+            input_assignment: w.inputs,
+            aux_assignment: w.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            ..ProvingAssignment::default()
+        }
+    }
+
     /// The proving assignment of `w`: what a full synthesis of the same circuit gives.
     /// Fails if the witness does not fit the recording or does not satisfy it.
     pub fn assignment(&self, w: Witness) -> Result<ProvingAssignment> {
@@ -340,12 +352,7 @@ impl Pce {
             a,
             b,
             c,
-            input_assignment: w.inputs,
-            aux_assignment: w.aux,
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
-            deferred: None,
+            ..self.unevaluated(w)
         })
     }
 
@@ -354,13 +361,8 @@ impl Pce {
     pub fn deferred(self: &Arc<Self>, w: Witness) -> Result<ProvingAssignment> {
         self.check_witness(w.inputs.len(), w.aux.len())?;
         Ok(ProvingAssignment {
-            input_assignment: w.inputs,
-            aux_assignment: w.aux,
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
             deferred: Some(Arc::clone(self)),
-            ..ProvingAssignment::default()
+            ..self.unevaluated(w)
         })
     }
 
