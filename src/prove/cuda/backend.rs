@@ -190,9 +190,13 @@ pub struct Prefetched {
     upload: Duration,
 }
 
-/// The NTT's twist tables, kept for the process once made: forward and inverse tables of
-/// up to 2^27 entries of 32 bytes (ntt.cu, twist_table_log), per domain element.
-const TABLES_PER_DOMAIN_ELEMENT: usize = 64;
+/// Device memory a partition needs beside the resident SRS and a recording on the device
+/// (`--pce-eval gpu`), per domain element: its peak is MSM h's (≈ 450 bytes, see
+/// [`SCRATCH_PER_DOMAIN_ELEMENT`]) with the aux assignment (32) and the NTT's twist
+/// tables (64: kept for the process once made) beside it, plus ~30 of slack; the
+/// evaluation and the NTT before it need less (a, b, c, H and the aux: 160). At 32GiB
+/// on the H200: 8.8 GB of recording + 77 GB against ~94 GB free beside the SRS.
+const PCE_SCRATCH_PER_DOMAIN_ELEMENT: usize = 576;
 
 /// A deferred assignment's evaluations on the host cores, where its recording does not
 /// fit the GPU.
@@ -428,8 +432,7 @@ impl Cuda {
         }
         *kept = None; // another recording's memory goes first
         let m = pce.constraints().next_power_of_two();
-        let need = DevicePce::bytes_for(pce)
-            + (SCRATCH_PER_DOMAIN_ELEMENT + TABLES_PER_DOMAIN_ELEMENT) * m;
+        let need = DevicePce::bytes_for(pce) + PCE_SCRATCH_PER_DOMAIN_ELEMENT * m;
         let (free, _) = super::mem_info()?;
         if need > free {
             log::info!(
