@@ -222,7 +222,7 @@ pub fn quotient_pce_to_device(
     }
     #[cfg(not(cuzk_cuda))]
     {
-        let _ = (inputs, tables, z_inv);
+        let _ = (log_m, inputs, tables, z_inv);
         anyhow::bail!(super::NO_CUDA_BUILD)
     }
 }
