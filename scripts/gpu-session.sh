@@ -8,12 +8,22 @@
 #
 # then on the GPU host, from the repository root, one phase per call (each fits 10 min):
 #
-#   scripts/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs)
+#   scripts/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs;
+#                                  # CHECK_TESTS="cuda_e2e …" picks some, SANITIZE=0 skips
+#                                  # compute-sanitizer)
 #   scripts/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
 #   scripts/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
 #   scripts/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
 #   scripts/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
 #                                     # bench/supraseal/supraseal-c2-bench.tar.gz)
+#   scripts/gpu-session.sh full32-gen # starts 32GiB TEST-ONLY parameters (~10 min, 47 GB;
+#                                     # detached, setsid) and writes a synthetic 32GiB C1;
+#                                     # later calls must follow within the machine's warm
+#                                     # time (30 s) or the parameters are lost
+#   scripts/gpu-session.sh full32-wait  # waits for them (until $FULL32_UNTIL, epoch s)
+#   scripts/gpu-session.sh full32-run # waits, then whole 32GiB proofs: the PCE recording
+#                                     # run, then cached runs with --overlap-synth off and
+#                                     # on, alternating ($FULL32_RUNS: "1 2")
 #
 # Logs are written to a scratch folder and come back as one archive, $OUT/logs.tgz (the
 # device tool returns only a few files per call), with the summary also on stdout. The
@@ -65,10 +75,10 @@ case "${1:-}" in
 pack) pack ;;
 check)
     setup
-    for t in cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e; do
+    for t in ${CHECK_TESTS:-cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e}; do
         [ -x "$B/$t" ] && run "$t" "$B/$t" --nocapture
     done
-    if command -v compute-sanitizer >/dev/null; then
+    if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
         run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$B/cuda_msm" msm_small
         # The same with the zero-copy gather at every size (small MSMs copy by default).
         CUZK_GATHER=1 run memcheck-gather compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -119,5 +129,36 @@ supraseal) # supraseal-c2 on the same C1s: bench/supraseal/build.sh makes the ar
         done
     done
     ;;
-*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal" >&2; exit 2 ;;
+full32-gen|full32-wait|full32-run)
+    # The largest local disk holds the parameters (47 GB) and the PCE recording (9 GB).
+    D=$(df --output=avail,target / /tmp /root "$PWD" 2>/dev/null | tail -n +2 | sort -n | tail -1 | awk '{print $2}')
+    D=${D%/}/cuzk32
+    mkdir -p "$D/p32" "$D/pce"
+    { df -h / /tmp /dev/shm "$D"; free -g; nproc; } > "$OUT/machine.txt" 2>&1
+    mkdir -p "$B"; [ -x "$B/cuzk-prove" ] || tar xzf .gpu/bins.tgz -C "$B"
+    gen_done() { grep -q '^rc=' "$D/gen.log" 2>/dev/null; }
+    if [ "$1" = full32-gen ]; then
+        setsid nohup bash -c "'$B/cuzk-prove' gen-params --sector-size 32GiB --seed 1 -o '$D/p32'; echo rc=\$?" \
+            > "$D/gen.log" 2>&1 < /dev/null &
+        run gen-c1 "$B/cuzk-prove" gen-c1 --sector-size 32GiB --seed 32 -o "$D/c1-32g.json"
+        exit 0
+    fi
+    UNTIL=${FULL32_UNTIL:-$(( $(date +%s) + 540 ))}
+    while ! gen_done && [ "$(date +%s)" -lt "$UNTIL" ]; do sleep 5; done
+    cp "$D/gen.log" "$OUT/gen-params-32g.log"
+    if ! gen_done; then echo "gen-params 32GiB: still running" | tee -a "$OUT/summary.txt"; exit 0; fi
+    echo "gen-params 32GiB: $(tail -1 "$D/gen.log")" | tee -a "$OUT/summary.txt"
+    [ "$1" = full32-run ] || exit 0
+    TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
+    P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
+    run full32-record "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/record.json"
+    for i in ${FULL32_RUNS:-1 2}; do
+        for o in off on; do
+            run "full32-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --overlap-synth $o \
+                --json "$OUT/run-$o-$i.json"
+        done
+    done
+    ls -la "$D/proof.bin" >> "$OUT/summary.txt"
+    ;;
+*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal|full32-gen|full32-wait|full32-run" >&2; exit 2 ;;
 esac

@@ -24,10 +24,39 @@ pub trait PartitionCircuits: Send + Sync {
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Builds and synthesizes partition `k`.
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
-    /// Builds partition `k` and computes its variable values only (witness generation).
-    fn witness(&self, k: usize) -> Result<synth::witness::Witness>;
+    /// Builds partition `k` and computes its variable values only (witness generation),
+    /// its tasks in parallel on the current rayon pool.
+    fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
+        use rayon::prelude::*;
+        let parts = (0..self.witness_tasks(k))
+            .into_par_iter()
+            .map(|j| self.witness_task(k, j))
+            .collect::<Result<Vec<_>>>()?;
+        self.witness_join(k, parts)
+    }
+    /// Partition `k`'s witness generation in independent tasks (its challenges), so that
+    /// a scheduler can interleave partitions ([`crate::overlap_synth`]): how many,
+    fn witness_tasks(&self, k: usize) -> usize;
+    /// task `j`'s part,
+    fn witness_task(&self, k: usize, j: usize) -> Result<synth::witness::Witness>;
+    /// and the witness from all the parts in task order.
+    fn witness_join(
+        &self,
+        k: usize,
+        parts: Vec<synth::witness::Witness>,
+    ) -> Result<synth::witness::Witness>;
     /// Synthesizes partition `k` and records its constraint system (`--pce`).
     fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)>;
+}
+
+/// Tasks of a partition's witness with `challenges` challenges: the first two together,
+/// then one per challenge (a single one below three).
+fn witness_tasks(challenges: usize) -> usize {
+    if challenges < 3 {
+        1
+    } else {
+        challenges - 1
+    }
 }
 
 type VanillaProofs<Tree> = Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>;
@@ -56,8 +85,20 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
         synth::synthesize(self.circuit(k)?, hint)
     }
 
-    fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
-        self.witness_parallel(&self.vanilla[k])
+    fn witness_tasks(&self, k: usize) -> usize {
+        witness_tasks(self.vanilla[k].len())
+    }
+
+    fn witness_task(&self, k: usize, j: usize) -> Result<synth::witness::Witness> {
+        self.witness_part(&self.vanilla[k], j)
+    }
+
+    fn witness_join(
+        &self,
+        k: usize,
+        parts: Vec<synth::witness::Witness>,
+    ) -> Result<synth::witness::Witness> {
+        self.join_parts(&self.vanilla[k], parts)
     }
 
     fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)> {
@@ -107,17 +148,44 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
     ) -> Result<synth::witness::Witness> {
         use rayon::prelude::*;
-        use synth::witness::{witness, Witness};
-        if proofs.len() < 3 {
-            return witness(self.circuit_of(proofs)?);
-        }
-        let mut parts: Vec<Witness> = (1..proofs.len())
+        let parts = (0..witness_tasks(proofs.len()))
             .into_par_iter()
-            .map(|j| match j {
-                1 => witness(self.circuit_of(&proofs[..2])?),
-                j => witness(self.circuit_of(&proofs[j..j + 1])?),
-            })
-            .collect::<Result<_>>()?;
+            .map(|j| self.witness_part(proofs, j))
+            .collect::<Result<Vec<_>>>()?;
+        self.join_parts(proofs, parts)
+    }
+
+    /// Task `j` of [`Self::witness_parallel`]: the first two challenges' circuit for
+    /// `j = 0`, else challenge `j + 1`'s alone (all of them when there are fewer than 3).
+    pub fn witness_part(
+        &self,
+        proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+        j: usize,
+    ) -> Result<synth::witness::Witness> {
+        use synth::witness::witness;
+        match (proofs.len(), j) {
+            (n, _) if n < 3 => witness(self.circuit_of(proofs)?),
+            (_, 0) => witness(self.circuit_of(&proofs[..2])?),
+            (_, j) => witness(self.circuit_of(&proofs[j + 1..j + 2])?),
+        }
+    }
+
+    /// The witness from [`Self::witness_part`]'s parts, in task order.
+    pub fn join_parts(
+        &self,
+        proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+        mut parts: Vec<synth::witness::Witness>,
+    ) -> Result<synth::witness::Witness> {
+        use synth::witness::{witness, Witness};
+        ensure!(
+            parts.len() == witness_tasks(proofs.len()),
+            "{} witness parts for {} challenges",
+            parts.len(),
+            proofs.len()
+        );
+        if parts.len() == 1 {
+            return Ok(parts.pop().expect("one part"));
+        }
         let rest = parts.split_off(1);
         let mut w = parts.pop().expect("the first two challenges");
         let one = &rest[0];
@@ -140,6 +208,9 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             log::warn!("challenge circuits differ in their header; witness generated serially");
             return witness(self.circuit_of(proofs)?);
         }
+        // Exact: a 32GiB partition's aux is 4.2 GB, doubling growth would hold up to twice.
+        w.aux.reserve_exact(rest.len() * part_aux);
+        w.inputs.reserve_exact(rest.len() * part_in);
         for r in &rest {
             w.inputs.extend_from_slice(&r.inputs[head_in..]);
             w.aux.extend_from_slice(&r.aux[head_aux..]);

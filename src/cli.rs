@@ -325,6 +325,12 @@ pub struct ProveArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub overlap_aux: Switch,
 
+    /// Synthesize later partitions while earlier ones are proved (on: partitions are
+    /// completed one after another by all cores, each proved as soon as it is complete), or
+    /// synthesize a batch (--max-circuits) and then prove it (off).
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub overlap_synth: Switch,
+
     /// Threads for synthesis (default: all cores).
     #[arg(long, value_name = "N")]
     pub synth_threads: Option<usize>,
@@ -354,7 +360,8 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = PceEval::Gpu)]
     pub pce_eval: PceEval,
 
-    /// Partitions synthesized and proved at once (bounds memory; default: all).
+    /// Partitions synthesized and proved at once (bounds memory; default: all): with
+    /// --overlap-synth, how many are being synthesized or waiting for the prover at a time.
     #[arg(long, value_name = "N")]
     pub max_circuits: Option<usize>,
 
@@ -408,6 +415,8 @@ pub struct Config {
     pub pin: bool,
     /// Upload the aux assignment beside the H MSM.
     pub overlap_aux: bool,
+    /// Synthesize later partitions while earlier ones are proved.
+    pub overlap_synth: bool,
     pub synth_threads: usize,
     pub presize: bool,
     /// Pre-compiled constraint system, and where to keep it.
@@ -446,6 +455,7 @@ impl Config {
             srs_decode: SrsDecode::Gpu,
             pin: false,
             overlap_aux: true,
+            overlap_synth: true,
             synth_threads: rayon::current_num_threads(),
             presize: false,
             pce: false,
@@ -496,6 +506,7 @@ impl TryFrom<ProveArgs> for Config {
             srs_decode: a.srs_decode,
             pin: a.pin == Switch::On,
             overlap_aux: a.overlap_aux == Switch::On,
+            overlap_synth: a.overlap_synth == Switch::On,
             synth_threads: a
                 .synth_threads
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -552,6 +563,8 @@ mod tests {
         assert!(config(&["--pin", "on"]).unwrap().pin);
         assert!(config(&[]).unwrap().overlap_aux);
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
+        assert!(config(&[]).unwrap().overlap_synth);
+        assert!(!config(&["--overlap-synth", "off"]).unwrap().overlap_synth);
         assert!(config(&["--overlap-aux", "maybe"]).is_err());
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));

@@ -183,3 +183,32 @@ fn wrong_miner_id_is_refused() {
     assert!(String::from_utf8_lossy(&res.stderr).contains("replica_id"));
     assert!(!out.exists());
 }
+
+/// `--overlap-synth` on (the default) and off give the same proof for the same r, s, with
+/// a full synthesis and with a PCE recorded in the run (the scheduler itself, over several
+/// partitions, is tested in tests/overlap_synth.rs).
+#[test]
+fn overlap_synth_on_and_off_prove_the_same() {
+    use cuzk_prove::cli::{Config, Device};
+    let prove = |overlap: bool, pce: bool| {
+        let mut cfg = Config::new(fixture_c1(), None);
+        cfg.param_cache = param_cache().to_path_buf();
+        cfg.device = Device::Cpu;
+        cfg.rng_seed = Some(5);
+        cfg.quiet = true;
+        cfg.overlap_synth = overlap;
+        cfg.pce = pce;
+        cuzk_prove::pipeline::run(&cfg).unwrap()
+    };
+    let off = prove(false, false);
+    assert!(verify_seal(&fixture_meta(), &off.proof));
+    for pce in [false, true] {
+        let on = prove(true, pce);
+        assert_eq!(on.proof, off.proof, "--overlap-synth on, --pce {pce}");
+        assert!(on.timings.get("synthesis").is_some());
+        assert!(on
+            .timings
+            .get("  proving waited for synthesis (overlapped)")
+            .is_some());
+    }
+}

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::groth16::Proof;
@@ -26,6 +27,8 @@ use crate::synth::pce::Pce;
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
+
+pub mod overlap_synth;
 
 /// What a run produced.
 pub struct Outcome {
@@ -275,59 +278,96 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
     let defer = cfg.pce && backend.evaluates_pce();
-    for (b, ks) in todo.chunks(batch).enumerate() {
-        let mut parts = if cfg.pce {
-            pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, defer, &mut t))?
-        } else {
-            t.time("synthesis", || {
-                pool.install(|| {
-                    ks.par_iter()
-                        .map(|&k| {
-                            circuits
-                                .synthesize(k, hint)
-                                .with_context(|| format!("partition {k}"))
-                        })
-                        .collect::<Result<Vec<_>>>()
-                })
-            })?
+    // The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
+    let mut prove_parts =
+        |pos: usize, mut parts: Vec<ProvingAssignment>, t: &mut Timings| -> Result<()> {
+            for p in &parts {
+                let s = Shape::of(p);
+                ensure!(
+                    shape.is_none() || shape == Some(s),
+                    "partition circuits differ in shape: {s:?} vs {shape:?}"
+                );
+                shape = Some(s);
+            }
+            srs.check_circuit(shape.as_ref().unwrap())?;
+            if witness.is_none() {
+                let w = WitnessStats::of(&parts[0]);
+                log::debug!("witness of partition {}: {w:?}", todo[pos]);
+                witness = Some(w);
+            }
+            if cfg.stop_after == Some(Phase::Synth) {
+                return Ok(());
+            }
+            let products = backend.products(&srs, &mut parts, t)?;
+            drop(parts);
+            let assembled = t.time("assemble proofs", || {
+                products
+                    .iter()
+                    .zip(&randomness[pos..])
+                    .map(|(p, r)| assemble(&srs.vk, p, *r))
+                    .collect::<Result<Vec<_>>>()
+            })?;
+            proofs.extend(todo[pos..].iter().copied().zip(assembled));
+            Ok(())
         };
-        if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
-            t.time("save PCE", || p.save(path))?;
-            log(
-                cfg,
-                &format!("recorded the constraint system in {}", path.display()),
-            );
-            pce_saved = true;
-        }
-        for p in &parts {
-            let s = Shape::of(p);
-            ensure!(
-                shape.is_none() || shape == Some(s),
-                "partition circuits differ in shape: {s:?} vs {shape:?}"
-            );
-            shape = Some(s);
-        }
-        srs.check_circuit(shape.as_ref().unwrap())?;
-        if witness.is_none() {
-            let w = WitnessStats::of(&parts[0]);
-            log::debug!("witness of partition {}: {w:?}", ks[0]);
-            witness = Some(w);
-        }
-        if cfg.stop_after == Some(Phase::Synth) {
-            continue;
-        }
-        let products = backend.products(&srs, &mut parts, &mut t)?;
-        drop(parts);
-        let rs = &randomness[b * batch..];
-        let assembled = t.time("assemble proofs", || {
-            products
-                .iter()
-                .zip(rs)
-                .map(|(p, r)| assemble(&srs.vk, p, *r))
-                .collect::<Result<Vec<_>>>()
+    if cfg.overlap_synth {
+        let how = if cfg.pce {
+            overlap_synth::Synthesis::Pce {
+                pce: pce.clone(),
+                defer,
+            }
+        } else {
+            overlap_synth::Synthesis::Full(hint)
+        };
+        // The rows first, though measured last: synthesis comes before proving.
+        let (synthesis, waited) = ("synthesis", "  proving waited for synthesis (overlapped)");
+        t.add(synthesis, Duration::ZERO);
+        t.add(waited, Duration::ZERO);
+        let done = overlap_synth::run(&*circuits, &todo, how, batch, &pool, |pos, pa| {
+            prove_parts(pos, vec![pa], &mut t)
         })?;
-        proofs.extend(ks.iter().copied().zip(assembled));
+        t.add(synthesis, done.synthesis);
+        t.add(waited, done.waited);
+        if let Some(p) = done.recorded {
+            pce = Some(p);
+        }
+    } else {
+        for (b, ks) in todo.chunks(batch).enumerate() {
+            let parts = if cfg.pce {
+                pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, defer, &mut t))?
+            } else {
+                t.time("synthesis", || {
+                    pool.install(|| {
+                        ks.par_iter()
+                            .map(|&k| {
+                                circuits
+                                    .synthesize(k, hint)
+                                    .with_context(|| format!("partition {k}"))
+                            })
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })?
+            };
+            if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
+                t.time("save PCE", || p.save(path))?;
+                log(
+                    cfg,
+                    &format!("recorded the constraint system in {}", path.display()),
+                );
+                pce_saved = true;
+            }
+            prove_parts(b * batch, parts, &mut t)?;
+        }
     }
+    if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
+        t.time("save PCE", || p.save(path))?;
+        log(
+            cfg,
+            &format!("recorded the constraint system in {}", path.display()),
+        );
+    }
+    // Overlapped partitions are proved as they are complete: in partition order here.
+    proofs.sort_by_key(|(k, _)| *k);
     report["circuit"] = json!(shape);
     if let Some(p) = &pce {
         report["pce"] = json!({

@@ -1,0 +1,306 @@
+//! `--overlap-synth`: later partitions are synthesized while earlier ones are proved.
+//!
+//! Without it, a batch of partitions is synthesized, then proved: at 32GiB the GPU waits
+//! for the witnesses of all ten partitions, then the cores wait while it proves them.
+//! Here synthesis is cut into tasks in partition order — a partition's witness parts
+//! (its challenges, [`PartitionCircuits::witness_task`]) with `--pce`, whole partitions
+//! without — and the tasks enter the synthesis pool's queue in that order (FIFO), so the
+//! partitions are completed one after another, each by all cores. Each one goes to the
+//! caller's `prove` (on the calling thread) as soon as it is complete, while the pool goes
+//! on with the next ones. At most `window` partitions (`--max-circuits`) are being
+//! synthesized or waiting to be proved at once.
+//!
+//! Without a PCE recording yet, the first partition is synthesized in full and recorded
+//! (one long task) while the others' witness parts are generated; a partition whose parts
+//! are done before the recording waits for it, holding no thread.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::circuit::PartitionCircuits;
+use crate::synth::pce::Pce;
+use crate::synth::witness::Witness;
+use crate::synth::{ProvingAssignment, SizeHint};
+
+/// How partitions are synthesized.
+pub enum Synthesis {
+    /// A full synthesis per partition.
+    Full(Option<SizeHint>),
+    /// Witnesses through a pre-compiled constraint system (recorded from the first
+    /// partition when `pce` is None); `defer` leaves A·w, B·w, C·w to the backend.
+    Pce { pce: Option<Arc<Pce>>, defer: bool },
+}
+
+/// What the run measured, and the recording it made.
+pub struct Overlapped {
+    /// From the start until the last partition was synthesized.
+    pub synthesis: Duration,
+    /// Time the caller's thread waited for a partition to be complete.
+    pub waited: Duration,
+    /// The recording made from the first partition (`Synthesis::Pce` without one).
+    pub recorded: Option<Arc<Pce>>,
+}
+
+#[derive(Clone, Copy)]
+enum Task {
+    Full,
+    Record,
+    Part(usize),
+}
+
+/// One partition's witness parts as they arrive.
+struct Slot {
+    parts: Vec<Option<Witness>>,
+    left: usize,
+    /// Every part is in, but the recording is not there yet.
+    waiting: bool,
+}
+
+struct Shared<'a> {
+    circuits: &'a dyn PartitionCircuits,
+    todo: &'a [usize],
+    hint: Option<SizeHint>,
+    defer: bool,
+    slots: Vec<Mutex<Slot>>,
+    /// The recording, set once; guards the slots' `waiting` handover with it.
+    pce: Mutex<Option<Arc<Pce>>>,
+    /// Partitions proved so far: the window's lower end.
+    proved: Mutex<usize>,
+    more: Condvar,
+    abort: AtomicBool,
+    tx: Mutex<Option<mpsc::Sender<(usize, Result<ProvingAssignment>)>>>,
+}
+
+impl Shared<'_> {
+    fn send(&self, pos: usize, r: Result<ProvingAssignment>) {
+        let k = self.todo[pos];
+        let r = r.with_context(|| format!("partition {k}"));
+        if r.is_err() {
+            self.stop();
+        }
+        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send((pos, r)); // the receiver is gone only when the run stopped
+        }
+    }
+
+    fn stop(&self) {
+        self.abort.store(true, Ordering::SeqCst);
+        let _guard = self.proved.lock();
+        self.more.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.abort.load(Ordering::SeqCst)
+    }
+
+    /// Witness → assignment through the recording.
+    fn assignment(&self, pce: &Arc<Pce>, w: Witness) -> Result<ProvingAssignment> {
+        if self.defer {
+            pce.deferred(w)
+        } else {
+            pce.assignment(w)
+        }
+    }
+
+    fn join(&self, pos: usize, parts: Vec<Witness>, pce: &Arc<Pce>) {
+        let r = self
+            .circuits
+            .witness_join(self.todo[pos], parts)
+            .and_then(|w| self.assignment(pce, w));
+        self.send(pos, r);
+    }
+
+    fn take_parts(&self, pos: usize) -> Vec<Witness> {
+        let mut slot = self.slots[pos].lock().unwrap_or_else(|e| e.into_inner());
+        slot.waiting = false;
+        slot.parts
+            .iter_mut()
+            .map(|p| p.take().expect("every part is in"))
+            .collect()
+    }
+
+    fn run<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
+        if self.stopped() {
+            return;
+        }
+        let k = self.todo[pos];
+        match task {
+            Task::Full => self.send(pos, self.circuits.synthesize(k, self.hint)),
+            Task::Record => {
+                let r = self.circuits.synthesize_recording(k);
+                let (pa, pce) = match r {
+                    Ok(x) => x,
+                    Err(e) => return self.send(pos, Err(e)),
+                };
+                log::info!(
+                    "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+                    pce.constraints(),
+                    pce.nnz()
+                );
+                let pce = Arc::new(pce);
+                let waiting: Vec<usize> = {
+                    let mut kept = self.pce.lock().unwrap_or_else(|e| e.into_inner());
+                    *kept = Some(pce.clone());
+                    (0..self.slots.len())
+                        .filter(|&p| self.slots[p].lock().map(|s| s.waiting).unwrap_or(false))
+                        .collect()
+                };
+                self.send(pos, Ok(pa));
+                for p in waiting {
+                    let pce = pce.clone();
+                    scope.spawn_fifo(move |_| {
+                        let parts = self.take_parts(p);
+                        self.join(p, parts, &pce)
+                    });
+                }
+            }
+            Task::Part(j) => {
+                let part = match self.circuits.witness_task(k, j) {
+                    Ok(w) => w,
+                    Err(e) => return self.send(pos, Err(e)),
+                };
+                let pce = {
+                    // The recording's lock first, as in the recording's handover.
+                    let pce = self.pce.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut slot = self.slots[pos].lock().unwrap_or_else(|e| e.into_inner());
+                    slot.parts[j] = Some(part);
+                    slot.left -= 1;
+                    if slot.left > 0 {
+                        return;
+                    }
+                    match &*pce {
+                        Some(p) => p.clone(),
+                        None => {
+                            slot.waiting = true; // the recording's task joins it
+                            return;
+                        }
+                    }
+                };
+                let parts = self.take_parts(pos);
+                self.join(pos, parts, &pce)
+            }
+        }
+    }
+}
+
+/// Synthesizes `todo`'s partitions on `pool` and hands each, complete, to `prove` with its
+/// position in `todo`, in the order they are completed (`todo`'s order but for ties).
+/// Stops at the first error, of synthesis or of `prove`.
+pub fn run(
+    circuits: &dyn PartitionCircuits,
+    todo: &[usize],
+    synthesis: Synthesis,
+    window: usize,
+    pool: &rayon::ThreadPool,
+    mut prove: impl FnMut(usize, ProvingAssignment) -> Result<()>,
+) -> Result<Overlapped> {
+    let t0 = Instant::now();
+    let window = window.max(1);
+    let mut tasks: VecDeque<(usize, Task)> = VecDeque::new();
+    let mut slots = Vec::with_capacity(todo.len());
+    let (hint, pce, defer) = match synthesis {
+        Synthesis::Full(hint) => {
+            tasks.extend((0..todo.len()).map(|pos| (pos, Task::Full)));
+            (hint, None, false)
+        }
+        Synthesis::Pce { pce, defer } => {
+            for (pos, &k) in todo.iter().enumerate() {
+                if pos == 0 && pce.is_none() {
+                    tasks.push_back((pos, Task::Record));
+                } else {
+                    let n = circuits.witness_tasks(k);
+                    tasks.extend((0..n).map(|j| (pos, Task::Part(j))));
+                }
+            }
+            (None, pce, defer)
+        }
+    };
+    let recording = pce.is_none();
+    for &k in todo {
+        let n = circuits.witness_tasks(k);
+        slots.push(Mutex::new(Slot {
+            parts: (0..n).map(|_| None).collect(),
+            left: n,
+            waiting: false,
+        }));
+    }
+    let (tx, rx) = mpsc::channel();
+    let shared = Shared {
+        circuits,
+        todo,
+        hint,
+        defer,
+        slots,
+        pce: Mutex::new(pce),
+        proved: Mutex::new(0),
+        more: Condvar::new(),
+        abort: AtomicBool::new(false),
+        tx: Mutex::new(Some(tx)),
+    };
+    let shared = &shared;
+    std::thread::scope(|s| {
+        let producer = s.spawn(move || {
+            let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.in_place_scope_fifo(|scope| {
+                    for (pos, task) in tasks {
+                        let mut proved = shared.proved.lock().unwrap_or_else(|e| e.into_inner());
+                        while pos >= *proved + window && !shared.stopped() {
+                            proved = shared.more.wait(proved).unwrap_or_else(|e| e.into_inner());
+                        }
+                        drop(proved);
+                        if shared.stopped() {
+                            break;
+                        }
+                        scope.spawn_fifo(move |scope| shared.run(pos, task, scope));
+                    }
+                })
+            }));
+            let synthesis = t0.elapsed();
+            // Every task is done (or skipped): a partition never sent would leave the
+            // receiver waiting, so the channel closes here.
+            shared.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+            spawned.map(|()| synthesis)
+        });
+        let mut waited = Duration::ZERO;
+        let mut outcome = Ok(());
+        for _ in 0..todo.len() {
+            let t = Instant::now();
+            let msg = rx.recv();
+            waited += t.elapsed();
+            let r = match msg {
+                Ok((pos, r)) => r.and_then(|pa| prove(pos, pa)),
+                Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
+            };
+            if let Err(e) = r {
+                outcome = Err(e);
+                break;
+            }
+            *shared.proved.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+            shared.more.notify_all();
+        }
+        if outcome.is_err() {
+            shared.stop();
+        }
+        drop(rx);
+        let synthesis = producer
+            .join()
+            .ok()
+            .and_then(|r| r.ok())
+            .ok_or_else(|| anyhow!("a synthesis thread panicked"));
+        outcome?;
+        let recorded = if recording {
+            shared.pce.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        } else {
+            None
+        };
+        Ok(Overlapped {
+            synthesis: synthesis?,
+            waited,
+            recorded,
+        })
+    })
+}

@@ -1,0 +1,222 @@
+//! `--overlap-synth`: the scheduler that synthesizes later partitions while earlier ones
+//! are proved hands every partition over exactly as a synthesis of its own gives it, in
+//! every synthesis mode (full, PCE recording, PCE cached, deferred evaluation), keeps to
+//! its window, and stops cleanly on an error on either side. The bundled C1s have one
+//! partition of two challenges, so the partitions here are the 2KiB fixture's circuit
+//! with its challenges repeated (three per partition: two witness tasks each); the
+//! pipeline's own on/off check on the fixture is in tests/e2e.rs.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+use blstrs::Scalar as Fr;
+use common::*;
+use cuzk_prove::circuit::{PartitionCircuits, Porep};
+use cuzk_prove::input::c1::read_c1;
+use cuzk_prove::pipeline::overlap_synth::{self, Synthesis};
+use cuzk_prove::synth::{self, pce, witness::Witness, ProvingAssignment, SizeHint};
+use filecoin_proofs::constants::SectorShape2KiB;
+
+/// Partitions made of the fixture's challenges in the orders given; `fail` makes
+/// partition `fail`'s last witness task fail.
+struct Repeated {
+    porep: Porep<SectorShape2KiB>,
+    orders: Vec<Vec<usize>>,
+    fail: Option<usize>,
+    tasks_run: AtomicUsize,
+}
+
+impl Repeated {
+    fn new(orders: &[[usize; 3]]) -> Self {
+        let c1 = read_c1(&root().join("testdata/2kib/c1.json")).unwrap();
+        Self {
+            porep: Porep::new(&c1.registered_proof.as_v1_config(), c1.output).unwrap(),
+            orders: orders.iter().map(|o| o.to_vec()).collect(),
+            fail: None,
+            tasks_run: AtomicUsize::new(0),
+        }
+    }
+
+    fn proofs(&self, k: usize) -> Vec<storage_proofs_porep::stacked::Proof<Tree, Piece>> {
+        let v = self.porep.vanilla(0);
+        self.orders[k].iter().map(|&i| v[i].clone()).collect()
+    }
+
+    /// What a synthesis of partition `k` on its own gives.
+    fn alone(&self, k: usize) -> ProvingAssignment {
+        synth::synthesize(self.porep.circuit_of(&self.proofs(k)).unwrap(), None).unwrap()
+    }
+}
+
+type Tree = SectorShape2KiB;
+type Piece = filecoin_proofs::constants::DefaultPieceHasher;
+
+impl PartitionCircuits for Repeated {
+    fn partitions(&self) -> usize {
+        self.orders.len()
+    }
+    fn public_inputs(&self, _: usize) -> Result<Vec<Fr>> {
+        unreachable!("not used by the scheduler")
+    }
+    fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
+        self.tasks_run.fetch_add(1, Ordering::SeqCst);
+        synth::synthesize(self.porep.circuit_of(&self.proofs(k))?, hint)
+    }
+    fn witness_tasks(&self, _: usize) -> usize {
+        2
+    }
+    fn witness_task(&self, k: usize, j: usize) -> Result<Witness> {
+        self.tasks_run.fetch_add(1, Ordering::SeqCst);
+        if self.fail == Some(k) && j == 1 {
+            bail!("planted failure");
+        }
+        self.porep.witness_part(&self.proofs(k), j)
+    }
+    fn witness_join(&self, k: usize, parts: Vec<Witness>) -> Result<Witness> {
+        self.porep.join_parts(&self.proofs(k), parts)
+    }
+    fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, pce::Pce)> {
+        self.tasks_run.fetch_add(1, Ordering::SeqCst);
+        pce::synthesize_recording(self.porep.circuit_of(&self.proofs(k))?)
+    }
+}
+
+const ORDERS: [[usize; 3]; 3] = [[0, 1, 0], [1, 0, 1], [1, 1, 0]];
+
+fn pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap()
+}
+
+/// Runs the scheduler over `todo`, returning each handed-over partition by position and
+/// the positions in the order they came.
+fn schedule(
+    c: &Repeated,
+    todo: &[usize],
+    how: Synthesis,
+    window: usize,
+) -> (
+    Vec<Option<ProvingAssignment>>,
+    Vec<usize>,
+    overlap_synth::Overlapped,
+) {
+    let got = Mutex::new((vec![None; todo.len()], Vec::new()));
+    let done = overlap_synth::run(c, todo, how, window, &pool(), |pos, pa| {
+        let mut g = got.lock().unwrap();
+        assert!(g.0[pos].is_none(), "position {pos} handed over twice");
+        g.0[pos] = Some(pa);
+        g.1.push(pos);
+        Ok(())
+    })
+    .unwrap();
+    let (parts, order) = got.into_inner().unwrap();
+    (parts, order, done)
+}
+
+#[test]
+fn every_mode_hands_over_what_a_synthesis_alone_gives() {
+    let c = Repeated::new(&ORDERS);
+    let todo = [0, 1, 2];
+    let alone: Vec<ProvingAssignment> = todo.iter().map(|&k| c.alone(k)).collect();
+    let same = |parts: &[Option<ProvingAssignment>], what: &str| {
+        for (pos, (p, a)) in parts.iter().zip(&alone).enumerate() {
+            let p = p
+                .as_ref()
+                .unwrap_or_else(|| panic!("{what}: position {pos} missing"));
+            assert!(p == a, "{what}: partition {} differs", todo[pos]);
+        }
+    };
+
+    // Window 1: one partition at a time, so strictly in order.
+    let (parts, order, done) = schedule(&c, &todo, Synthesis::Full(None), 1);
+    same(&parts, "full, window 1");
+    assert_eq!(order, [0, 1, 2]);
+    assert!(done.recorded.is_none());
+    let (parts, _, _) = schedule(&c, &todo, Synthesis::Full(None), 3);
+    same(&parts, "full, window 3");
+
+    // No recording yet: the first partition is recorded, the others wait for it.
+    let how = Synthesis::Pce {
+        pce: None,
+        defer: false,
+    };
+    let (parts, _, done) = schedule(&c, &todo, how, 3);
+    same(&parts, "PCE recording");
+    let recorded = done.recorded.expect("the first partition's recording");
+    assert_eq!(recorded.constraints(), alone[0].num_constraints());
+
+    // From the recording: witnesses only, evaluated here or left to the backend.
+    let how = Synthesis::Pce {
+        pce: Some(recorded.clone()),
+        defer: false,
+    };
+    let (parts, order, _) = schedule(&c, &todo, how, 2);
+    same(&parts, "PCE cached");
+    assert_eq!(order.len(), 3);
+    let how = Synthesis::Pce {
+        pce: Some(recorded),
+        defer: true,
+    };
+    let (parts, _, _) = schedule(&c, &[2, 0], how, 1);
+    for (p, k) in parts.into_iter().zip([2, 0]) {
+        let mut p = p.unwrap();
+        assert!(
+            p.deferred.is_some() && p.a.is_empty(),
+            "deferred evaluation"
+        );
+        pce::evaluate_deferred(&mut p).unwrap();
+        assert!(p == alone[k], "deferred partition {k}");
+    }
+}
+
+#[test]
+fn errors_stop_the_run_on_either_side() {
+    // A failing witness task: the run names the partition and stops; with window 1 no
+    // later partition's task starts.
+    let mut c = Repeated::new(&ORDERS);
+    c.fail = Some(1);
+    let pce = pce::synthesize_recording(c.porep.circuit_of(&c.proofs(0)).unwrap())
+        .unwrap()
+        .1;
+    let how = Synthesis::Pce {
+        pce: Some(std::sync::Arc::new(pce)),
+        defer: true,
+    };
+    let mut proved = Vec::new();
+    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |pos, _| {
+        proved.push(pos);
+        Ok(())
+    })
+    .err()
+    .expect("the planted failure");
+    let msg = format!("{err:#}");
+    assert!(
+        msg.contains("partition 1") && msg.contains("planted failure"),
+        "{msg}"
+    );
+    assert_eq!(proved, [0]);
+    assert_eq!(
+        c.tasks_run.load(Ordering::SeqCst),
+        4,
+        "partition 2 was started"
+    );
+
+    // The prover's error: returned as it is, the rest not waited for.
+    let c = Repeated::new(&ORDERS);
+    let err = overlap_synth::run(&c, &[0, 1, 2], Synthesis::Full(None), 1, &pool(), |_, _| {
+        bail!("prover says no")
+    })
+    .err()
+    .expect("the prover's error");
+    assert_eq!(err.to_string(), "prover says no");
+    assert_eq!(
+        c.tasks_run.load(Ordering::SeqCst),
+        1,
+        "a later partition started"
+    );
+}
