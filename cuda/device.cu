@@ -31,10 +31,21 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
     return 0;
 }
 
-// Free and total memory of the current device, in bytes.
+// Free and total memory of the current device, in bytes. Free counts what the
+// stream-ordered pool holds for reuse but no allocation uses (exec.cuh keeps it all):
+// after one partition's MSMs that is tens of gigabytes the driver reports as taken, and
+// an allocation that needs it gets it (pool_alloc trims the pool and tries again).
 extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t errlen) {
     *free_b = *total_b = 0;
     CUZK_CHECK(cudaMemGetInfo(free_b, total_b));
+    int dev = 0;
+    cudaMemPool_t pool;
+    uint64_t reserved = 0, used = 0;
+    CUZK_CHECK(cudaGetDevice(&dev));
+    CUZK_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+    CUZK_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CUZK_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    if (reserved > used) *free_b += (size_t)(reserved - used);
     return 0;
 }
 

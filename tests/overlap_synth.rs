@@ -1,6 +1,7 @@
 //! `--overlap-synth`: the scheduler that synthesizes later partitions while earlier ones
 //! are proved hands every partition over exactly as a synthesis of its own gives it, in
-//! every synthesis mode (full, PCE recording, PCE cached, deferred evaluation), keeps to
+//! every synthesis mode (full, PCE recording, PCE loaded beside the witness tasks, PCE
+//! given, deferred evaluation), keeps to
 //! its window, and stops cleanly on an error on either side. The bundled C1s have one
 //! partition of two challenges, so the partitions here are the 2KiB fixture's circuit
 //! with its challenges repeated (three per partition: two witness tasks each); the
@@ -16,7 +17,7 @@ use blstrs::Scalar as Fr;
 use common::*;
 use cuzk_prove::circuit::{PartitionCircuits, Porep};
 use cuzk_prove::input::c1::read_c1;
-use cuzk_prove::pipeline::overlap_synth::{self, Synthesis};
+use cuzk_prove::pipeline::overlap_synth::{self, PceSource, Synthesis};
 use cuzk_prove::synth::{self, pce, witness::Witness, ProvingAssignment, SizeHint};
 use filecoin_proofs::constants::SectorShape2KiB;
 
@@ -136,30 +137,56 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     let (parts, order, done) = schedule(&c, &todo, Synthesis::Full(None), 1);
     same(&parts, "full, window 1");
     assert_eq!(order, [0, 1, 2]);
-    assert!(done.recorded.is_none());
+    assert!(done.pce.is_none());
     let (parts, _, _) = schedule(&c, &todo, Synthesis::Full(None), 3);
     same(&parts, "full, window 3");
 
     // No recording yet: the first partition is recorded, the others wait for it.
     let how = Synthesis::Pce {
-        pce: None,
+        pce: PceSource::Record,
         defer: false,
     };
     let (parts, _, done) = schedule(&c, &todo, how, 3);
     same(&parts, "PCE recording");
-    let recorded = done.recorded.expect("the first partition's recording");
+    let recorded = done.pce.expect("the first partition's recording");
     assert_eq!(recorded.constraints(), alone[0].num_constraints());
+    assert!(done.loaded.is_none());
+
+    // From its file, loaded by one task while the others generate witness parts.
+    let dir = scratch("overlap-pce");
+    let file = dir.join("recorded.pce");
+    recorded.save(&file).unwrap();
+    let how = Synthesis::Pce {
+        pce: PceSource::Load(file.clone()),
+        defer: false,
+    };
+    let (parts, _, done) = schedule(&c, &todo, how, 3);
+    same(&parts, "PCE loaded");
+    assert!(done.loaded.is_some());
+    assert_eq!(done.pce.unwrap().nnz(), recorded.nnz());
+    // A file that is no recording: the loader's error ends the run.
+    let junk = dir.join("junk.pce");
+    std::fs::write(&junk, b"not a recording").unwrap();
+    let how = Synthesis::Pce {
+        pce: PceSource::Load(junk),
+        defer: true,
+    };
+    let err = overlap_synth::run(&c, &todo, how, 3, &pool(), |_, _| Ok(()))
+        .err()
+        .expect("a junk recording");
+    assert!(format!("{err:#}").contains("PCE"), "{err:#}");
+    std::fs::remove_dir_all(&dir).unwrap();
 
     // From the recording: witnesses only, evaluated here or left to the backend.
     let how = Synthesis::Pce {
-        pce: Some(recorded.clone()),
+        pce: PceSource::Ready(recorded.clone()),
         defer: false,
     };
     let (parts, order, _) = schedule(&c, &todo, how, 2);
     same(&parts, "PCE cached");
     assert_eq!(order.len(), 3);
     let how = Synthesis::Pce {
-        pce: Some(recorded),
+        pce: PceSource::Ready(recorded),
         defer: true,
     };
     let (parts, _, _) = schedule(&c, &[2, 0], how, 1);
@@ -184,7 +211,7 @@ fn errors_stop_the_run_on_either_side() {
         .unwrap()
         .1;
     let how = Synthesis::Pce {
-        pce: Some(std::sync::Arc::new(pce)),
+        pce: PceSource::Ready(std::sync::Arc::new(pce)),
         defer: true,
     };
     let mut proved = Vec::new();

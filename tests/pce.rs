@@ -121,8 +121,9 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
 #[test]
 fn pce_cache_proves_and_filecoin_proofs_verifies() {
     let cache = scratch("pce-cache");
-    let prove_on = |device| {
+    let prove_with = |device, overlap_synth| {
         let mut cfg = Config::new(fixture_c1(), None);
+        cfg.overlap_synth = overlap_synth;
         cfg.param_cache = param_cache().to_path_buf();
         cfg.device = device;
         cfg.rng_seed = Some(3);
@@ -131,14 +132,19 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
         cfg.pce_cache = Some(cache.clone());
         pipeline::run(&cfg).unwrap()
     };
+    let prove_on = |device| prove_with(device, true);
     let prove = || prove_on(Device::Cpu);
     let recorded = prove();
     assert!(recorded.timings.get("save PCE").is_some());
     let loaded = prove();
-    assert!(loaded.timings.get("load PCE").is_some());
+    // --overlap-synth (default) loads the file beside the witness tasks, off before them.
+    assert!(loaded.timings.get("load PCE (beside synthesis)").is_some());
     assert!(loaded.timings.get("save PCE").is_none());
     assert_eq!(recorded.proof, loaded.proof);
     assert!(verify_seal(&fixture_meta(), &loaded.proof));
+    let serial = prove_with(Device::Cpu, false);
+    assert!(serial.timings.get("load PCE").is_some());
+    assert_eq!(serial.proof, loaded.proof, "--overlap-synth off");
     // --device auto: a CUDA build leaves A·w, B·w, C·w to the backend (--pce-eval gpu),
     // which evaluates them on the GPU, or, without one (CI), falls back to the CPU backend
     // and evaluates them there. The same proof either way.

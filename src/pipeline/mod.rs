@@ -271,10 +271,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         dir.join(format!("{stem}.pce"))
     });
     let mut pce = None;
-    let mut pce_saved = false;
-    if let Some(path) = pce_path.as_ref().filter(|p| p.exists()) {
+    let cached = pce_path.as_ref().filter(|p| p.exists());
+    let mut pce_saved = cached.is_some();
+    // --overlap-synth loads the recording beside the first witness tasks.
+    if let (Some(path), false) = (cached, cfg.overlap_synth) {
         pce = Some(Arc::new(t.time("load PCE", || Pce::load(path))?));
-        pce_saved = true;
     }
     // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
     let defer = cfg.pce && backend.evaluates_pce();
@@ -311,16 +312,27 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             Ok(())
         };
     if cfg.overlap_synth {
-        let how = if cfg.pce {
-            overlap_synth::Synthesis::Pce {
-                pce: pce.clone(),
+        use overlap_synth::{PceSource, Synthesis};
+        let how = match (cfg.pce, cached) {
+            (false, _) => Synthesis::Full(hint),
+            (true, Some(path)) => Synthesis::Pce {
+                pce: PceSource::Load(path.clone()),
                 defer,
-            }
-        } else {
-            overlap_synth::Synthesis::Full(hint)
+            },
+            (true, None) => Synthesis::Pce {
+                pce: PceSource::Record,
+                defer,
+            },
         };
         // The rows first, though measured last: synthesis comes before proving.
-        let (synthesis, waited) = ("synthesis", "  proving waited for synthesis (overlapped)");
+        let (load, synthesis, waited) = (
+            "load PCE (beside synthesis)",
+            "synthesis",
+            "  proving waited for synthesis (overlapped)",
+        );
+        if cached.is_some() {
+            t.add(load, Duration::ZERO);
+        }
         t.add(synthesis, Duration::ZERO);
         t.add(waited, Duration::ZERO);
         let done = overlap_synth::run(&*circuits, &todo, how, batch, &pool, |pos, pa| {
@@ -328,9 +340,10 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         })?;
         t.add(synthesis, done.synthesis);
         t.add(waited, done.waited);
-        if let Some(p) = done.recorded {
-            pce = Some(p);
+        if let Some(d) = done.loaded {
+            t.add(load, d);
         }
+        pce = done.pce;
     } else {
         for (b, ks) in todo.chunks(batch).enumerate() {
             let parts = if cfg.pce {

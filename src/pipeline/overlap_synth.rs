@@ -10,11 +10,13 @@
 //! on with the next ones. At most `window` partitions (`--max-circuits`) are being
 //! synthesized or waiting to be proved at once.
 //!
-//! Without a PCE recording yet, the first partition is synthesized in full and recorded
-//! (one long task) while the others' witness parts are generated; a partition whose parts
-//! are done before the recording waits for it, holding no thread.
+//! The PCE recording need not be there at the start: read from its cache file (seconds
+//! at 32GiB) it is loaded by one task while the others generate witness parts; without a
+//! cache file, the first partition is synthesized in full and recorded (one long task).
+//! A partition whose parts are done before the recording waits for it, holding no thread.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -30,25 +32,37 @@ use crate::synth::{ProvingAssignment, SizeHint};
 pub enum Synthesis {
     /// A full synthesis per partition.
     Full(Option<SizeHint>),
-    /// Witnesses through a pre-compiled constraint system (recorded from the first
-    /// partition when `pce` is None); `defer` leaves A·w, B·w, C·w to the backend.
-    Pce { pce: Option<Arc<Pce>>, defer: bool },
+    /// Witnesses through a pre-compiled constraint system; `defer` leaves A·w, B·w, C·w
+    /// to the backend.
+    Pce { pce: PceSource, defer: bool },
 }
 
-/// What the run measured, and the recording it made.
+/// Where the recording comes from.
+pub enum PceSource {
+    Ready(Arc<Pce>),
+    /// Its cache file, loaded during synthesis.
+    Load(PathBuf),
+    /// The first partition's full synthesis.
+    Record,
+}
+
+/// What the run measured, and the recording it used.
 pub struct Overlapped {
     /// From the start until the last partition was synthesized.
     pub synthesis: Duration,
     /// Time the caller's thread waited for a partition to be complete.
     pub waited: Duration,
-    /// The recording made from the first partition (`Synthesis::Pce` without one).
-    pub recorded: Option<Arc<Pce>>,
+    /// The recording (`Synthesis::Pce`): given, loaded or made.
+    pub pce: Option<Arc<Pce>>,
+    /// How long loading it took (`PceSource::Load`), beside the witness tasks.
+    pub loaded: Option<Duration>,
 }
 
 #[derive(Clone, Copy)]
 enum Task {
     Full,
     Record,
+    Load,
     Part(usize),
 }
 
@@ -72,13 +86,18 @@ struct Shared<'a> {
     proved: Mutex<usize>,
     more: Condvar,
     abort: AtomicBool,
+    load: Option<PathBuf>,
+    loaded: Mutex<Option<Duration>>,
     tx: Mutex<Option<mpsc::Sender<(usize, Result<ProvingAssignment>)>>>,
 }
 
 impl Shared<'_> {
     fn send(&self, pos: usize, r: Result<ProvingAssignment>) {
         let k = self.todo[pos];
-        let r = r.with_context(|| format!("partition {k}"));
+        self.deliver(pos, r.with_context(|| format!("partition {k}")));
+    }
+
+    fn deliver(&self, pos: usize, r: Result<ProvingAssignment>) {
         if r.is_err() {
             self.stop();
         }
@@ -123,6 +142,25 @@ impl Shared<'_> {
             .collect()
     }
 
+    /// Makes the recording available: partitions joined from now on use it, and those
+    /// that were waiting for it are joined, each as a task of its own.
+    fn publish<'s>(&'s self, pce: Arc<Pce>, scope: &rayon::ScopeFifo<'s>) {
+        let waiting: Vec<usize> = {
+            let mut kept = self.pce.lock().unwrap_or_else(|e| e.into_inner());
+            *kept = Some(pce.clone());
+            (0..self.slots.len())
+                .filter(|&p| self.slots[p].lock().map(|s| s.waiting).unwrap_or(false))
+                .collect()
+        };
+        for p in waiting {
+            let pce = pce.clone();
+            scope.spawn_fifo(move |_| {
+                let parts = self.take_parts(p);
+                self.join(p, parts, &pce)
+            });
+        }
+    }
+
     fn run<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
         if self.stopped() {
             return;
@@ -141,21 +179,18 @@ impl Shared<'_> {
                     pce.constraints(),
                     pce.nnz()
                 );
-                let pce = Arc::new(pce);
-                let waiting: Vec<usize> = {
-                    let mut kept = self.pce.lock().unwrap_or_else(|e| e.into_inner());
-                    *kept = Some(pce.clone());
-                    (0..self.slots.len())
-                        .filter(|&p| self.slots[p].lock().map(|s| s.waiting).unwrap_or(false))
-                        .collect()
-                };
                 self.send(pos, Ok(pa));
-                for p in waiting {
-                    let pce = pce.clone();
-                    scope.spawn_fifo(move |_| {
-                        let parts = self.take_parts(p);
-                        self.join(p, parts, &pce)
-                    });
+                self.publish(Arc::new(pce), scope);
+            }
+            Task::Load => {
+                let path = self.load.as_ref().expect("a load task has a path");
+                let t0 = Instant::now();
+                match Pce::load(path) {
+                    Ok(pce) => {
+                        *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(t0.elapsed());
+                        self.publish(Arc::new(pce), scope);
+                    }
+                    Err(e) => self.deliver(pos, Err(e)),
                 }
             }
             Task::Part(j) => {
@@ -202,24 +237,32 @@ pub fn run(
     let window = window.max(1);
     let mut tasks: VecDeque<(usize, Task)> = VecDeque::new();
     let mut slots = Vec::with_capacity(todo.len());
-    let (hint, pce, defer) = match synthesis {
+    let (hint, pce, defer, load) = match synthesis {
         Synthesis::Full(hint) => {
             tasks.extend((0..todo.len()).map(|pos| (pos, Task::Full)));
-            (hint, None, false)
+            (hint, None, false, None)
         }
         Synthesis::Pce { pce, defer } => {
+            let (pce, load) = match pce {
+                PceSource::Ready(p) => (Some(p), None),
+                PceSource::Load(path) => {
+                    tasks.push_back((0, Task::Load));
+                    (None, Some(path))
+                }
+                PceSource::Record => (None, None),
+            };
+            let record = pce.is_none() && load.is_none();
             for (pos, &k) in todo.iter().enumerate() {
-                if pos == 0 && pce.is_none() {
+                if pos == 0 && record {
                     tasks.push_back((pos, Task::Record));
                 } else {
                     let n = circuits.witness_tasks(k);
                     tasks.extend((0..n).map(|j| (pos, Task::Part(j))));
                 }
             }
-            (None, pce, defer)
+            (None, pce, defer, load)
         }
     };
-    let recording = pce.is_none();
     for &k in todo {
         let n = circuits.witness_tasks(k);
         slots.push(Mutex::new(Slot {
@@ -239,6 +282,8 @@ pub fn run(
         proved: Mutex::new(0),
         more: Condvar::new(),
         abort: AtomicBool::new(false),
+        load,
+        loaded: Mutex::new(None),
         tx: Mutex::new(Some(tx)),
     };
     let shared = &shared;
@@ -292,15 +337,11 @@ pub fn run(
             .and_then(|r| r.ok())
             .ok_or_else(|| anyhow!("a synthesis thread panicked"));
         outcome?;
-        let recorded = if recording {
-            shared.pce.lock().unwrap_or_else(|e| e.into_inner()).clone()
-        } else {
-            None
-        };
         Ok(Overlapped {
             synthesis: synthesis?,
             waited,
-            recorded,
+            pce: shared.pce.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            loaded: *shared.loaded.lock().unwrap_or_else(|e| e.into_inner()),
         })
     })
 }
