@@ -22,11 +22,12 @@ use cuzk_prove::synth::{self, pce, witness::Witness, ProvingAssignment, SizeHint
 use filecoin_proofs::constants::SectorShape2KiB;
 
 /// Partitions made of the fixture's challenges in the orders given; `fail` makes
-/// partition `fail`'s last witness task fail.
+/// partition `fail`'s last witness task fail, `panic` partition `panic`'s first panic.
 struct Repeated {
     porep: Porep<SectorShape2KiB>,
     orders: Vec<Vec<usize>>,
     fail: Option<usize>,
+    panic: Option<usize>,
     tasks_run: AtomicUsize,
 }
 
@@ -37,6 +38,7 @@ impl Repeated {
             porep: Porep::new(&c1.registered_proof.as_v1_config(), c1.output).unwrap(),
             orders: orders.iter().map(|o| o.to_vec()).collect(),
             fail: None,
+            panic: None,
             tasks_run: AtomicUsize::new(0),
         }
     }
@@ -73,6 +75,9 @@ impl PartitionCircuits for Repeated {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
         if self.fail == Some(k) && j == 1 {
             bail!("planted failure");
+        }
+        if self.panic == Some(k) && j == 0 {
+            panic!("planted panic");
         }
         self.porep.witness_part(&self.proofs(k), j)
     }
@@ -231,6 +236,21 @@ fn errors_stop_the_run_on_either_side() {
         c.tasks_run.load(Ordering::SeqCst),
         4,
         "partition 2 was started"
+    );
+
+    // A panic in the circuit code: that partition's error, not a hang (the window would
+    // otherwise wait for a partition that never comes).
+    let mut c = Repeated::new(&ORDERS);
+    c.panic = Some(1);
+    let how = Synthesis::Pce {
+        pce: PceSource::Record,
+        defer: true,
+    };
+    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _| Ok(()));
+    let msg = format!("{:#}", err.err().expect("the planted panic"));
+    assert!(
+        msg.contains("partition 1") && msg.contains("synthesis panicked: planted panic"),
+        "{msg}"
     );
 
     // The prover's error: returned as it is, the rest not waited for.

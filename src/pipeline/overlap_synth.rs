@@ -155,16 +155,33 @@ impl Shared<'_> {
         for p in waiting {
             let pce = pce.clone();
             scope.spawn_fifo(move |_| {
-                let parts = self.take_parts(p);
-                self.join(p, parts, &pce)
+                self.guarded(p, || {
+                    let parts = self.take_parts(p);
+                    self.join(p, parts, &pce)
+                })
             });
         }
     }
 
-    fn run<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
+    /// Runs a task's body; a panic in it (the circuit code's) becomes the partition's
+    /// error, so the run stops with a message instead of waiting for it.
+    fn guarded(&self, pos: usize, body: impl FnOnce()) {
         if self.stopped() {
             return;
         }
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            let msg = (p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            self.send(pos, Err(anyhow!("synthesis panicked: {msg}")));
+        }
+    }
+
+    fn run<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
+        self.guarded(pos, || self.task(pos, task, scope))
+    }
+
+    fn task<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
         let k = self.todo[pos];
         match task {
             Task::Full => self.send(pos, self.circuits.synthesize(k, self.hint)),
