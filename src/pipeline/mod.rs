@@ -311,6 +311,19 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             proofs.extend(todo[pos..].iter().copied().zip(assembled));
             Ok(())
         };
+    // A recording made in this run goes to the cache (once the first batch is
+    // synthesized, or with --overlap-synth once every partition is proved).
+    let save_pce = |p: &Pce, t: &mut Timings| -> Result<()> {
+        let Some(path) = &pce_path else {
+            return Ok(());
+        };
+        t.time("save PCE", || p.save(path))?;
+        log(
+            cfg,
+            &format!("recorded the constraint system in {}", path.display()),
+        );
+        Ok(())
+    };
     if cfg.overlap_synth {
         use overlap_synth::{PceSource, Synthesis};
         let how = match (cfg.pce, cached) {
@@ -361,23 +374,15 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
                     })
                 })?
             };
-            if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
-                t.time("save PCE", || p.save(path))?;
-                log(
-                    cfg,
-                    &format!("recorded the constraint system in {}", path.display()),
-                );
+            if let (Some(p), false) = (&pce, pce_saved) {
+                save_pce(p, &mut t)?;
                 pce_saved = true;
             }
             prove_parts(b * batch, parts, &mut t)?;
         }
     }
-    if let (Some(path), Some(p), false) = (&pce_path, &pce, pce_saved) {
-        t.time("save PCE", || p.save(path))?;
-        log(
-            cfg,
-            &format!("recorded the constraint system in {}", path.display()),
-        );
+    if let (Some(p), false) = (&pce, pce_saved) {
+        save_pce(p, &mut t)?;
     }
     // Overlapped partitions are proved as they are complete: in partition order here.
     proofs.sort_by_key(|(k, _)| *k);

@@ -74,6 +74,9 @@ struct Slot {
     waiting: bool,
 }
 
+/// A partition's position in `todo` and its synthesis.
+type Done = (usize, Result<ProvingAssignment>);
+
 struct Shared<'a> {
     circuits: &'a dyn PartitionCircuits,
     todo: &'a [usize],
@@ -88,7 +91,7 @@ struct Shared<'a> {
     abort: AtomicBool,
     load: Option<PathBuf>,
     loaded: Mutex<Option<Duration>>,
-    tx: Mutex<Option<mpsc::Sender<(usize, Result<ProvingAssignment>)>>>,
+    tx: Mutex<Option<mpsc::Sender<Done>>>,
 }
 
 impl Shared<'_> {
