@@ -26,16 +26,9 @@ pub trait PartitionCircuits: Send + Sync {
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
     /// Builds partition `k` and computes its variable values only (witness generation),
     /// its tasks in parallel on the current rayon pool.
-    fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
-        use rayon::prelude::*;
-        let parts = (0..self.witness_tasks(k))
-            .into_par_iter()
-            .map(|j| self.witness_task(k, j))
-            .collect::<Result<Vec<_>>>()?;
-        self.witness_join(k, parts)
-    }
+    fn witness(&self, k: usize) -> Result<synth::witness::Witness>;
     /// Partition `k`'s witness generation in independent tasks (its challenges), so that
-    /// a scheduler can interleave partitions ([`crate::overlap_synth`]): how many,
+    /// a scheduler can interleave partitions ([`crate::pipeline::overlap_synth`]): how many,
     fn witness_tasks(&self, k: usize) -> usize;
     /// task `j`'s part,
     fn witness_task(&self, k: usize, j: usize) -> Result<synth::witness::Witness>;
@@ -83,6 +76,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
 
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
         synth::synthesize(self.circuit(k)?, hint)
+    }
+
+    fn witness(&self, k: usize) -> Result<synth::witness::Witness> {
+        self.witness_parallel(&self.vanilla[k])
     }
 
     fn witness_tasks(&self, k: usize) -> usize {

@@ -68,6 +68,9 @@ impl PartitionCircuits for Repeated {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
         synth::synthesize(self.porep.circuit_of(&self.proofs(k))?, hint)
     }
+    fn witness(&self, k: usize) -> Result<Witness> {
+        self.porep.witness_parallel(&self.proofs(k))
+    }
     fn witness_tasks(&self, _: usize) -> usize {
         2
     }
