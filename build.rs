@@ -11,7 +11,14 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=cuda");
-    for v in ["NVCC", "CUDA_PATH", "CUDA_HOME", "PATH", "CUZK_CUDA_ARCHS"] {
+    for v in [
+        "NVCC",
+        "CUDA_PATH",
+        "CUDA_HOME",
+        "PATH",
+        "CUZK_CUDA_ARCHS",
+        "CUZK_CUDA_DEFINES",
+    ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
     println!("cargo::rustc-check-cfg=cfg(cuzk_cuda)");
@@ -101,6 +108,7 @@ fn build_cuda(nvcc: &Path) {
     // cc drives nvcc (wrapping host flags in -Xcompiler) when it finds it through NVCC.
     std::env::set_var("NVCC", nvcc);
     let archs = std::env::var("CUZK_CUDA_ARCHS").unwrap_or_else(|_| "80,89,90,120".into());
+    let defines = std::env::var("CUZK_CUDA_DEFINES").unwrap_or_default();
     let base = || {
         let mut b = cc::Build::new();
         b.cuda(true)
@@ -122,6 +130,11 @@ fn build_cuda(nvcc: &Path) {
             b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
         }
         b.flag("-gencode=arch=compute_90,code=compute_90");
+        // CUZK_CUDA_DEFINES (e.g. "CUZK_F51=0"): compile-time switches of the kernels, for
+        // measuring them on and off.
+        for d in defines.split_whitespace() {
+            b.flag(format!("-D{d}"));
+        }
         b
     };
     // Each file is compiled on its own, and its object kept under a hash of the file, the
@@ -143,10 +156,11 @@ fn build_cuda(nvcc: &Path) {
         "cuda/field/fp_test.cu",
         "cuda/device.cu",
         "cuda/field/fr_test.cu",
+        "cuda/field/throughput.cu",
     ] {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         use std::hash::{Hash, Hasher};
-        (nvcc, &archs, env!("CARGO_PKG_VERSION")).hash(&mut h);
+        (nvcc, &archs, &defines, env!("CARGO_PKG_VERSION")).hash(&mut h);
         for dep in sources(Path::new(f)) {
             dep.hash(&mut h);
             std::fs::read(&dep)
