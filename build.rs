@@ -130,8 +130,8 @@ fn build_cuda(nvcc: &Path) {
             b.flag(format!("-gencode=arch=compute_{arch},code=sm_{arch}"));
         }
         b.flag("-gencode=arch=compute_90,code=compute_90");
-        // CUZK_CUDA_DEFINES (e.g. "CUZK_F51=0"): compile-time switches of the kernels, for
-        // measuring them on and off.
+        // CUZK_CUDA_DEFINES (e.g. "CUZK_SPECIAL_REDC=0"): compile-time
+        // switches of the kernels, for measuring them on and off.
         for d in defines.split_whitespace() {
             b.flag(format!("-D{d}"));
         }
@@ -156,7 +156,6 @@ fn build_cuda(nvcc: &Path) {
         "cuda/field/fp_test.cu",
         "cuda/device.cu",
         "cuda/field/fr_test.cu",
-        "cuda/field/throughput.cu",
     ] {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         use std::hash::{Hash, Hasher};

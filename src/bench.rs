@@ -279,47 +279,12 @@ fn kernels(o: &Options, rows: &mut Rows) -> Result<()> {
             rows.push("ntt (kernels)".into(), log, r);
         }
     }
-    if o.wants(BenchRows::Field) {
-        field_rows(o, rows)?;
-    }
     if o.wants(BenchRows::Quotient) {
         for log in logs(o.max_log) {
             let n = (1usize << log) - 5; // a constraint count just under the domain
             let (a, b, c) = (&full[..n], &full[1..n + 1], &full[2..n + 2]);
             let r = time(o.runs, || Ok(cuda::ntt::quotient(a, b, c)?.1 as f64))?;
             rows.push("quotient H (kernels)".into(), log, r);
-        }
-    }
-    Ok(())
-}
-
-/// Field products per second on each pipe (cuda/field/throughput.cu). A row's time is one
-/// launch of 2^log_n products (rounded: `iters` per chain); the line adds products/s.
-fn field_rows(o: &Options, rows: &mut Rows) -> Result<()> {
-    use cuda::{ThroughputField as F, ThroughputPipe as P};
-    for (field, name, iters) in [(F::Fr, "Fr", 512u32), (F::Fp, "Fp", 128)] {
-        for (pipe, pname, chains) in [
-            (P::Integer, "int", 1u32),
-            (P::Integer, "int", 2),
-            (P::Integer, "int", 4),
-            (P::Fp64, "fp64", 1),
-            (P::Fp64, "fp64", 2),
-            (P::Fp64, "fp64", 4),
-            (P::Mixed, "int+fp64", 2),
-            (P::Mixed, "int+fp64", 4),
-        ] {
-            let (ms, products) = cuda::field_throughput(field, pipe, chains, iters, o.runs)?;
-            let r = stats(ms);
-            eprintln!(
-                "field {name} {pname} ×{chains}: {:.1} G products/s",
-                products as f64 / r.0 / 1e6
-            );
-            let log = (products as f64).log2().round() as u32;
-            rows.push(
-                format!("field {name} {pname}, {chains} chains/thread"),
-                log,
-                r,
-            );
         }
     }
     Ok(())

@@ -219,8 +219,6 @@ pub enum BenchRows {
     Ntt,
     /// The quotient H (kernels).
     Quotient,
-    /// Fr and Fp products per second, integer pipe against FP64 pipe, 1/2/4 chains a thread.
-    Field,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]

@@ -95,8 +95,7 @@ fn value(x: [u64; 4]) -> Fr {
     unsafe { *(&reduced as *const [u64; 4] as *const Fr) }
 }
 
-/// `f51`: the product on the FP64 pipe (cuda/field/f51.cuh) instead of the integer one.
-fn check_lazy_ops(emulate: bool, f51: bool) {
+fn check_lazy_ops(emulate: bool) {
     let mut rng = ChaCha20Rng::seed_from_u64(12);
     let two_r = add256(R, R);
     let one = [1, 0, 0, 0];
@@ -147,10 +146,10 @@ fn check_lazy_ops(emulate: bool, f51: bool) {
                 }
             }
         }
-        let (mul, add, sub, red) = cuda::fr_lazy_ops(&a, &b, &c, emulate, f51).unwrap();
+        let (mul, add, sub, red) = cuda::fr_lazy_ops(&a, &b, &c, emulate).unwrap();
         for i in 0..n {
             let (va, vb, vc) = (value(a[i]), value(b[i]), value(c[i]));
-            let at = format!("n={n} i={i} emulate={emulate} f51={f51}");
+            let at = format!("n={n} i={i} emulate={emulate}");
             assert_eq!(value(mul[i]), va * vb, "mul_lazy {at}");
             assert_eq!(value(add[i]), vb + vc, "add_lazy {at}");
             assert_eq!(value(sub[i]), vb - vc, "sub_lazy {at}");
@@ -168,12 +167,8 @@ fn check_lazy_ops(emulate: bool, f51: bool) {
 )]
 fn fr_lazy_ops_match_blstrs() {
     // The host emulation (the NTT's code path in CI) needs no GPU.
-    for f51 in [false, true] {
-        check_lazy_ops(true, f51);
-    }
+    check_lazy_ops(true);
     if gpu_or_skip() {
-        for f51 in [false, true] {
-            check_lazy_ops(false, f51);
-        }
+        check_lazy_ops(false);
     }
 }

@@ -85,18 +85,12 @@ fn named<T>(got: &cuda::field::FieldOps<T>) -> [(&'static str, &Vec<T>); 6] {
     ]
 }
 
-/// `f51`: the products on the FP64 pipe (cuda/field/f51.cuh) instead of the integer one.
-fn check_fp(emulate: bool, f51: bool) {
+fn check_fp(emulate: bool) {
     let mut rng = ChaCha20Rng::seed_from_u64(21);
     for n in [0usize, 1, 7, 1000, (1 << 16) + 3] {
         let a = fp_values(n, &mut rng);
         let b = fp_values(n, &mut rng);
-        let got = if f51 {
-            cuda::field::fp_ops_f51(&a, &b, emulate)
-        } else {
-            cuda::field::fp_ops(&a, &b, emulate)
-        }
-        .unwrap();
+        let got = cuda::field::fp_ops(&a, &b, emulate).unwrap();
         for i in 0..n {
             let mut want = [blst_fp::default(); 6];
             // SAFETY: blst reads a[i], b[i] and writes one element each.
@@ -111,7 +105,7 @@ fn check_fp(emulate: bool, f51: bool) {
             for (k, (name, op)) in named(&got).into_iter().enumerate() {
                 assert_eq!(
                     op[i].l, want[k].l,
-                    "fp {name} n={n} i={i} emulate={emulate} f51={f51}"
+                    "fp {name} n={n} i={i} emulate={emulate}"
                 );
             }
         }
@@ -158,8 +152,7 @@ fn check_fp2(emulate: bool) {
     ignore = "SKIPPED: built without CUDA (nvcc not found)"
 )]
 fn fp_fp2_match_blst_emulated() {
-    check_fp(true, false);
-    check_fp(true, true);
+    check_fp(true);
     check_fp2(true);
 }
 
@@ -172,8 +165,7 @@ fn fp_fp2_match_blst() {
     if !gpu_or_skip() {
         return;
     }
-    check_fp(false, false);
-    check_fp(false, true);
+    check_fp(false);
     check_fp2(false);
 }
 

@@ -8,7 +8,6 @@ namespace cuzk {
 
 struct FpParams {
     static constexpr int N = 6;
-    static constexpr int F51_K = 8;  // f51.cuh: 408-bit radix-2^51 products
     static constexpr bool MOD_FROM_CONSTANT_BANK = false;  // carry.cuh, redc_p
     // −p⁻¹ mod 2^64
     static constexpr uint64_t INV = 0x89f3fffcfffcfffdull;
@@ -48,7 +47,6 @@ static_assert(sizeof(Fp) == 48, "Fp must match blst_fp");
 // the MSM uses it to read blstrs Scalars (Montgomery form) as plain integers.
 struct FrParams {
     static constexpr int N = 4;
-    static constexpr int F51_K = 5;  // f51.cuh: 255-bit radix-2^51 products
     static constexpr bool MOD_FROM_CONSTANT_BANK = true;  // carry.cuh, redc_p
     static constexpr uint64_t INV = 0xfffffffeffffffffull;
     // r = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001

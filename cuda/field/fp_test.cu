@@ -5,13 +5,7 @@
 
 namespace {
 
-// A product of the FP64 pipe (f51.cuh), reduced to [0, p) like mont.cuh's.
-CUZK_HD cuzk::Fp reduced(const cuzk::Fp& x) {
-    return cuzk::reduce_lazy(x);
-}
-
-// F51: the products by f51.cuh (Fp only), whatever CUZK_F51 selects for mont.cuh.
-template <class F, bool F51>
+template <class F>
 struct FieldOpsFn {
     const F* a;
     const F* b;
@@ -19,22 +13,16 @@ struct FieldOpsFn {
     size_t n;
     CUZK_HD void operator()(size_t i) const {
         const F x = a[i], y = b[i];
-        if constexpr (F51) {
-            out[i] = reduced(cuzk::f51::mul(x, y));
-            out[n + i] = reduced(cuzk::f51::sqr(x));
-            out[5 * n + i] = reduced(cuzk::f51::mul_sub(x, y, x, x));
-        } else {
-            out[i] = cuzk::mul(x, y);
-            out[n + i] = cuzk::sqr(x);
-            out[5 * n + i] = cuzk::mul_sub(x, y, x, x);
-        }
+        out[i] = cuzk::mul(x, y);
+        out[n + i] = cuzk::sqr(x);
         out[2 * n + i] = cuzk::add(x, y);
         out[3 * n + i] = cuzk::sub(x, y);
         out[4 * n + i] = cuzk::neg(x);
+        out[5 * n + i] = cuzk::mul_sub(x, y, x, x);
     }
 };
 
-template <class F, bool F51, class Exec>
+template <class F, class Exec>
 int field_ops(Exec& ex, const F* a, const F* b, F* out, size_t n) {
     typename Exec::template Buf<F> da, db, dout;
     CUZK_RC(ex.alloc(da, n, "a"));
@@ -42,20 +30,20 @@ int field_ops(Exec& ex, const F* a, const F* b, F* out, size_t n) {
     CUZK_RC(ex.alloc(dout, 6 * n, "out"));
     CUZK_RC(ex.upload(da.ptr, a, n));
     CUZK_RC(ex.upload(db.ptr, b, n));
-    CUZK_RC(ex.launch(n, FieldOpsFn<F, F51>{da.ptr, db.ptr, dout.ptr, n}, "field ops"));
+    CUZK_RC(ex.launch(n, FieldOpsFn<F>{da.ptr, db.ptr, dout.ptr, n}, "field ops"));
     CUZK_RC(ex.sync("field ops"));
     return ex.download(out, dout.ptr, 6 * n);
 }
 
-template <class F, bool F51 = false>
+template <class F>
 int field_entry(const void* a, const void* b, void* out, size_t n, int emulate, char* err,
                 size_t errlen) {
     if (emulate) {
         cuzk::HostExec ex{err, errlen};
-        return field_ops<F, F51>(ex, (const F*)a, (const F*)b, (F*)out, n);
+        return field_ops(ex, (const F*)a, (const F*)b, (F*)out, n);
     }
     cuzk::DeviceExec ex{err, errlen};
-    return field_ops<F, F51>(ex, (const F*)a, (const F*)b, (F*)out, n);
+    return field_ops(ex, (const F*)a, (const F*)b, (F*)out, n);
 }
 
 }  // namespace
@@ -71,10 +59,4 @@ extern "C" int cuzk_fp_ops(const void* a, const void* b, void* out, size_t n, in
 extern "C" int cuzk_fp2_ops(const void* a, const void* b, void* out, size_t n, int emulate,
                             char* err, size_t errlen) {
     return field_entry<cuzk::Fp2>(a, b, out, n, emulate, err, errlen);
-}
-
-// cuzk_fp_ops with the products on the FP64 pipe (f51.cuh).
-extern "C" int cuzk_fp_f51_ops(const void* a, const void* b, void* out, size_t n, int emulate,
-                               char* err, size_t errlen) {
-    return field_entry<cuzk::Fp, true>(a, b, out, n, emulate, err, errlen);
 }

@@ -45,9 +45,8 @@ struct LazyOps {
     const Fr *a, *b, *c;
     Fr* out;
     size_t n;
-    bool f51;  // the product on the FP64 pipe (f51.cuh), whatever CUZK_F51 selects
     __host__ __device__ void operator()(size_t i) const {
-        out[i] = f51 ? cuzk::f51::mul(b[i], a[i]) : cuzk::mul_lazy(a[i], b[i]);
+        out[i] = cuzk::mul_lazy(a[i], b[i]);
         out[n + i] = cuzk::add_lazy(b[i], c[i]);
         out[2 * n + i] = cuzk::sub_lazy(b[i], c[i]);
         out[3 * n + i] = cuzk::reduce_lazy(b[i]);
@@ -60,11 +59,11 @@ __global__ void fr_lazy_kernel(LazyOps ops) {
 }
 
 // emulate ≠ 0: the same code on the host (the carry primitives' C++ definitions), as the
-// NTT's emulation runs it in CI. f51 ≠ 0: the product by f51.cuh.
+// NTT's emulation runs it in CI.
 extern "C" int cuzk_fr_lazy_ops(const Fr* a, const Fr* b, const Fr* c, Fr* out, size_t n,
-                                int emulate, int f51, char* err, size_t errlen) {
+                                int emulate, char* err, size_t errlen) {
     if (emulate) {
-        LazyOps ops{a, b, c, out, n, f51 != 0};
+        LazyOps ops{a, b, c, out, n};
         for (size_t i = 0; i < n; ++i) ops(i);
         return 0;
     }
@@ -79,7 +78,7 @@ extern "C" int cuzk_fr_lazy_ops(const Fr* a, const Fr* b, const Fr* c, Fr* out, 
     if (n > 0) {
         unsigned threads = 256;
         unsigned blocks = (unsigned)((n + threads - 1) / threads);
-        fr_lazy_kernel<<<blocks, threads>>>(LazyOps{da.ptr, db.ptr, dc.ptr, dout.ptr, n, f51 != 0});
+        fr_lazy_kernel<<<blocks, threads>>>(LazyOps{da.ptr, db.ptr, dc.ptr, dout.ptr, n});
         CUZK_CHECK(cudaGetLastError());
         CUZK_CHECK(cudaDeviceSynchronize());
     }

@@ -64,19 +64,6 @@ CUZK_UNROLL
     }
 };
 
-}  // namespace cuzk
-
-// CUZK_F51=1 (compile time, CUZK_CUDA_DEFINES) computes every product below on the FP64
-// pipe (f51.cuh) instead of the integer one (carry.cuh). Off: in the MSM and NTT kernels
-// it measured 1.7–1.9× slower (docs/PERF.md, session 19), though a product alone, with
-// four independent ones in flight per thread, runs 1.5–1.7× faster (bench-gpu --rows field).
-#ifndef CUZK_F51
-#define CUZK_F51 0
-#endif
-#include "f51.cuh"
-
-namespace cuzk {
-
 template <class P>
 CUZK_HD bool is_zero(const Mont<P>& a) {
     uint64_t acc = 0;
@@ -134,11 +121,7 @@ CUZK_UNROLL
 template <class P>
 CUZK_HD Mont<P> mul_inline(const Mont<P>& a, const Mont<P>& b) {
     Mont<P> r;
-#if CUZK_F51
-    carry::reduce<P>(f51::mul(a, b).l, r.l);
-#else
     carry::mul<P>(a.l, b.l, r.l);
-#endif
     return r;
 }
 
@@ -163,12 +146,6 @@ CUZK_HD Mont<P> mul(const Mont<P>& a, const Mont<P>& b) {
 template <class P>
 CUZK_HD Mont<P> sqr_inline(const Mont<P>& a) {
     Mont<P> r;
-#if CUZK_F51
-    if constexpr (f51::narrow<P>()) {
-        carry::reduce<P>(f51::sqr(a).l, r.l);
-        return r;
-    }
-#endif
     carry::sqr<P>(a.l, r.l);
     return r;
 }
@@ -178,12 +155,6 @@ template <class P>
 CUZK_HD Mont<P> mul_sub_inline(const Mont<P>& a, const Mont<P>& b, const Mont<P>& c,
                                const Mont<P>& d) {
     Mont<P> r;
-#if CUZK_F51
-    if constexpr (f51::narrow<P>()) {
-        carry::reduce<P>(f51::mul_sub(a, b, c, d).l, r.l);
-        return r;
-    }
-#endif
     carry::mul_sub<P>(a.l, b.l, c.l, d.l, r.l);
     return r;
 }
@@ -228,13 +199,9 @@ CUZK_HD Mont<P> mul_sub(const Mont<P>& a, const Mont<P>& b, const Mont<P>& c,
 // a·b·R⁻¹ in [0, 2p) for a in [0, p) and b in [0, 2p) (lazy).
 template <class P>
 CUZK_HD Mont<P> mul_lazy(const Mont<P>& a, const Mont<P>& b) {
-#if CUZK_F51
-    return f51::mul(b, a);  // its first operand may be lazy
-#else
     Mont<P> r;
     carry::mul<P, false>(a.l, b.l, r.l);
     return r;
-#endif
 }
 // a + b, a − b for a, b in [0, 2p), into [0, 2p).
 template <class P>

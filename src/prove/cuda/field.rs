@@ -26,15 +26,6 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_fp_f51_ops(
-            a: *const c_void,
-            b: *const c_void,
-            out: *mut c_void,
-            n: usize,
-            emulate: c_int,
-            err: *mut c_char,
-            errlen: usize,
-        ) -> c_int;
         pub fn cuzk_fp2_ops(
             a: *const c_void,
             b: *const c_void,
@@ -85,17 +76,6 @@ trait DeviceField: Copy + Default {
     const FFI: ffi::OpsFn;
 }
 
-/// Fp with the products on the FP64 pipe (cuda/field/f51.cuh).
-#[derive(Clone, Copy, Default)]
-#[repr(transparent)]
-struct F51(blst_fp);
-
-impl DeviceField for F51 {
-    const NAME: &'static str = "fp_f51_ops";
-    #[cfg(cuzk_cuda)]
-    const FFI: ffi::OpsFn = ffi::cuzk_fp_f51_ops;
-}
-
 impl DeviceField for blst_fp {
     const NAME: &'static str = "fp_ops";
     #[cfg(cuzk_cuda)]
@@ -141,22 +121,6 @@ fn ops<T: DeviceField>(a: &[T], b: &[T], emulate: bool) -> Result<FieldOps<T>> {
 #[doc(hidden)]
 pub fn fp_ops(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<blst_fp>> {
     ops(a, b, emulate)
-}
-
-/// [`fp_ops`] with a·b, a² and a·b − a² on the FP64 pipe (cuda/field/f51.cuh).
-#[doc(hidden)]
-pub fn fp_ops_f51(a: &[blst_fp], b: &[blst_fp], emulate: bool) -> Result<FieldOps<blst_fp>> {
-    let wrap = |v: &[blst_fp]| v.iter().copied().map(F51).collect::<Vec<_>>();
-    let o = ops(&wrap(a), &wrap(b), emulate)?;
-    let un = |v: Vec<F51>| v.into_iter().map(|x| x.0).collect();
-    Ok(FieldOps {
-        mul: un(o.mul),
-        sqr: un(o.sqr),
-        add: un(o.add),
-        sub: un(o.sub),
-        neg: un(o.neg),
-        mul_sub: un(o.mul_sub),
-    })
 }
 
 /// [`fp_ops`] over Fp2.

@@ -47,17 +47,6 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_field_throughput(
-            field: c_int,
-            kind: c_int,
-            chains: c_int,
-            iters: c_int,
-            runs: c_int,
-            ms: *mut f64,
-            products: *mut u64,
-            err: *mut c_char,
-            errlen: usize,
-        ) -> c_int;
         pub fn cuzk_fr_lazy_ops(
             a: *const u64,
             b: *const u64,
@@ -65,7 +54,6 @@ mod ffi {
             out: *mut u64,
             n: usize,
             emulate: c_int,
-            f51: c_int,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -193,15 +181,13 @@ pub fn mem_info() -> Result<(usize, usize)> {
 /// Fr's lazy arithmetic (the NTT's: values in [0, 2r), cuda/field/mont.cuh) on raw
 /// Montgomery limbs: for reduced `a` and lazy `b`, `c` (below 2r), returns
 /// (mul_lazy(a, b), add_lazy(b, c), sub_lazy(b, c), reduce_lazy(b)) as computed, unreduced.
-/// `emulate` runs the same code on the host; `f51` computes the product on the FP64 pipe
-/// (cuda/field/f51.cuh) instead. For tests.
+/// `emulate` runs the same code on the host. For tests.
 #[allow(clippy::type_complexity)]
 pub fn fr_lazy_ops(
     a: &[[u64; 4]],
     b: &[[u64; 4]],
     c: &[[u64; 4]],
     emulate: bool,
-    f51: bool,
 ) -> Result<(Vec<[u64; 4]>, Vec<[u64; 4]>, Vec<[u64; 4]>, Vec<[u64; 4]>)> {
     anyhow::ensure!(
         a.len() == b.len() && b.len() == c.len(),
@@ -220,7 +206,6 @@ pub fn fr_lazy_ops(
                 out.as_mut_ptr() as *mut u64,
                 n,
                 emulate as _,
-                f51 as _,
                 e,
                 l,
             )
@@ -232,63 +217,7 @@ pub fn fr_lazy_ops(
     }
     #[cfg(not(cuzk_cuda))]
     {
-        let _ = (emulate, f51);
-        bail!(NO_CUDA_BUILD)
-    }
-}
-
-/// The field of [`field_throughput`].
-#[derive(Clone, Copy, Debug)]
-pub enum ThroughputField {
-    Fr,
-    Fp,
-}
-
-/// Which pipe computes [`field_throughput`]'s products.
-#[derive(Clone, Copy, Debug)]
-pub enum ThroughputPipe {
-    /// 32-bit IMAD carry chains (cuda/field/carry.cuh), the kernels' products.
-    Integer,
-    /// Radix-2^51 limbs in doubles, FMA-split (cuda/field/f51.cuh).
-    Fp64,
-    /// Even chains on the integer pipe, odd ones on the FP64 pipe.
-    Mixed,
-}
-
-/// Field products per second (cuda/field/throughput.cu): `runs` timings (ms, CUDA events)
-/// of one launch in which every thread runs `chains` (1, 2, 4) chains of `iters`
-/// dependent products, and the number of products a launch computes. Fails if any result
-/// differs from the integer pipe's.
-pub fn field_throughput(
-    field: ThroughputField,
-    pipe: ThroughputPipe,
-    chains: u32,
-    iters: u32,
-    runs: usize,
-) -> Result<(Vec<f64>, u64)> {
-    #[cfg(cuzk_cuda)]
-    {
-        let mut ms = vec![0f64; runs];
-        let mut products = 0u64;
-        // SAFETY: ms holds `runs` doubles; products one u64.
-        call(|e, l| unsafe {
-            ffi::cuzk_field_throughput(
-                field as _,
-                pipe as _,
-                chains as _,
-                iters as _,
-                runs as _,
-                ms.as_mut_ptr(),
-                &mut products,
-                e,
-                l,
-            )
-        })?;
-        Ok((ms, products))
-    }
-    #[cfg(not(cuzk_cuda))]
-    {
-        let _ = (field, pipe, chains, iters, runs);
+        let _ = emulate;
         bail!(NO_CUDA_BUILD)
     }
 }
