@@ -131,8 +131,12 @@ struct Roots {
 // element crosses shared memory ⌈K/3⌉ − 1 times instead of K + 1 (the first group reads
 // global memory, the last writes it). 8 elements are 64 registers: 256 threads a block,
 // two blocks an SM within 128 registers a thread. (4 elements a thread, 3 blocks an SM
-// within 85 registers, measured no faster: docs/PERF.md, session 8.)
-constexpr unsigned REG_LOG = 3;
+// within 80 registers, measured 0.5–4 % slower: docs/PERF.md, sessions 8 and 19.)
+// CUZK_NTT_REG_LOG (1–3) and CUZK_NTT_MIN_BLOCKS (compile time) set both, for measuring.
+#ifndef CUZK_NTT_REG_LOG
+#define CUZK_NTT_REG_LOG 3
+#endif
+constexpr unsigned REG_LOG = CUZK_NTT_REG_LOG;
 // Threads per block of the fused kernels (their launch bound, below).
 constexpr unsigned FUSED_THREADS = 256;
 // Elements per block of a fused pass on the GPU, log2: 2^11 · 32 B = 64 KiB of shared memory.
@@ -329,8 +333,8 @@ CUZK_UNROLL
             // Each item writes back only the slots it read, so one barrier per exchange.
             if (!first) ctx.sync();
             for (uint64_t u = ctx.tid; u < (E >> rg); u += ctx.threads) {
-                if (rg == 3)
-                    group<3>(block, u, b, first, last, sh, E);
+                if (REG_LOG >= 3 && rg == 3)
+                    group<REG_LOG>(block, u, b, first, last, sh, E);
                 else if (rg == 2)
                     group<2>(block, u, b, first, last, sh, E);
                 else
@@ -339,7 +343,7 @@ CUZK_UNROLL
         }
     }
 };
-static_assert(REG_LOG == 3, "FusedStages dispatches groups of 1..3 stages");
+static_assert(REG_LOG >= 1 && REG_LOG <= 3, "FusedStages dispatches groups of 1..3 stages");
 
 }  // namespace
 
@@ -347,10 +351,13 @@ static_assert(REG_LOG == 3, "FusedStages dispatches groups of 1..3 stages");
 // 2^3 per thread) and two blocks per SM, i.e. ≤ 128 registers a thread. Left to itself
 // ptxas takes ~200, which keeps one block (8 warps) per SM and idles it at every barrier.
 // Same body as exec.cuh's for_each_block, which has no bounds.
+#ifndef CUZK_NTT_MIN_BLOCKS
+#define CUZK_NTT_MIN_BLOCKS 2
+#endif
 namespace cuzk {
 #define CUZK_FUSED_KERNEL(DIT)                                                       \
     template <>                                                                      \
-    __global__ void __launch_bounds__(FUSED_THREADS, 2) for_each_block<FusedStages<DIT>>( \
+    __global__ void __launch_bounds__(FUSED_THREADS, CUZK_NTT_MIN_BLOCKS) for_each_block<FusedStages<DIT>>( \
         FusedStages<DIT> fn) {                                                       \
         extern __shared__ __align__(16) unsigned char cuzk_block_shared[];           \
         DeviceBlock ctx{threadIdx.x, blockDim.x, cuzk_block_shared};                 \
