@@ -333,9 +333,15 @@ CUZK_UNROLL
             // Each item writes back only the slots it read, so one barrier per exchange.
             if (!first) ctx.sync();
             for (uint64_t u = ctx.tid; u < (E >> rg); u += ctx.threads) {
-                if (REG_LOG >= 3 && rg == 3)
-                    group<REG_LOG>(block, u, b, first, last, sh, E);
-                else if (rg == 2)
+                // The 3-stage group only where it can run: compiled in, its registers
+                // bound the whole kernel.
+                if constexpr (REG_LOG == 3) {
+                    if (rg == 3) {
+                        group<3>(block, u, b, first, last, sh, E);
+                        continue;
+                    }
+                }
+                if (rg == 2)
                     group<2>(block, u, b, first, last, sh, E);
                 else
                     group<1>(block, u, b, first, last, sh, E);
@@ -357,8 +363,8 @@ static_assert(REG_LOG >= 1 && REG_LOG <= 3, "FusedStages dispatches groups of 1.
 namespace cuzk {
 #define CUZK_FUSED_KERNEL(DIT)                                                       \
     template <>                                                                      \
-    __global__ void __launch_bounds__(FUSED_THREADS, CUZK_NTT_MIN_BLOCKS) for_each_block<FusedStages<DIT>>( \
-        FusedStages<DIT> fn) {                                                       \
+    __global__ void __launch_bounds__(FUSED_THREADS, CUZK_NTT_MIN_BLOCKS)            \
+        for_each_block<FusedStages<DIT>>(FusedStages<DIT> fn) {                      \
         extern __shared__ __align__(16) unsigned char cuzk_block_shared[];           \
         DeviceBlock ctx{threadIdx.x, blockDim.x, cuzk_block_shared};                 \
         fn((size_t)blockIdx.x, ctx);                                                 \
