@@ -360,6 +360,12 @@ pub struct ProveArgs {
     #[arg(long, value_enum, default_value_t = PceEval::Gpu)]
     pub pce_eval: PceEval,
 
+    /// With --pce, generate the witness of each label's SHA-256 natively (on: the same
+    /// values, without the gadget's constraint bookkeeping) or through bellperson's
+    /// gadget (off). Full syntheses always use the gadget.
+    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub native_label: Switch,
+
     /// Partitions synthesized and proved at once (bounds memory; default: all): with
     /// --overlap-synth, how many are being synthesized or waiting for the prover at a time.
     #[arg(long, value_name = "N")]
@@ -424,6 +430,8 @@ pub struct Config {
     pub pce_cache: Option<PathBuf>,
     /// Where the CUDA backend's PCE evaluations run.
     pub pce_eval: PceEval,
+    /// Witness generation computes the labels' SHA-256 natively.
+    pub native_label: bool,
     pub max_circuits: Option<usize>,
     pub partition: Option<usize>,
     pub stop_after: Option<Phase>,
@@ -461,6 +469,7 @@ impl Config {
             pce: false,
             pce_cache: None,
             pce_eval: PceEval::Gpu,
+            native_label: true,
             max_circuits: None,
             partition: None,
             stop_after: None,
@@ -514,6 +523,7 @@ impl TryFrom<ProveArgs> for Config {
             pce: a.pce == Switch::On || a.pce_cache.is_some(),
             pce_cache: a.pce_cache,
             pce_eval: a.pce_eval,
+            native_label: a.native_label == Switch::On,
             max_circuits: a.max_circuits,
             partition: a.partition,
             stop_after: a.stop_after,
@@ -565,6 +575,8 @@ mod tests {
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
         assert!(config(&[]).unwrap().overlap_synth);
         assert!(!config(&["--overlap-synth", "off"]).unwrap().overlap_synth);
+        assert!(config(&[]).unwrap().native_label);
+        assert!(!config(&["--native-label", "off"]).unwrap().native_label);
         assert!(config(&["--overlap-aux", "maybe"]).is_err());
         let c = config(&["--split-msm", "off", "--b-g2", "cpu", "--msm-window", "16"]).unwrap();
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (16, false, BG2::Cpu));

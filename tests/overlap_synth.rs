@@ -91,6 +91,9 @@ impl PartitionCircuits for Repeated {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
         pce::synthesize_recording(self.porep.circuit_of(&self.proofs(k))?)
     }
+    fn set_native_label(&mut self, on: bool) {
+        self.porep.set_native_label(on)
+    }
 }
 
 const ORDERS: [[usize; 3]; 3] = [[0, 1, 0], [1, 0, 1], [1, 1, 0]];

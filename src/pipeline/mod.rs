@@ -230,9 +230,10 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         "sections": [srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
     });
 
-    let circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
+    let mut circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
         porep_circuits(&porep_config, c1.output)
     })?;
+    circuits.set_native_label(cfg.native_label);
     let todo: Vec<usize> = match cfg.partition {
         Some(k) => vec![k],
         None => (0..circuits.partitions()).collect(),

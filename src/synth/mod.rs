@@ -3,6 +3,7 @@
 mod assignment;
 pub mod pce;
 pub mod presize;
+pub mod sha256;
 pub mod witness;
 
 pub use assignment::{Density, ProvingAssignment, SizeHint};

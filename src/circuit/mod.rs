@@ -3,7 +3,7 @@
 //! Everything generic over the Merkle tree shape stays in this module; the rest of the
 //! pipeline sees only [`PartitionCircuits`] and concrete assignment types.
 
-use anyhow::{anyhow, bail, ensure, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use blstrs::Scalar as Fr;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::constants::{
@@ -16,6 +16,8 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
 
 use crate::synth::{self, ProvingAssignment, SizeHint};
+
+mod native_label;
 
 /// The partition circuits of one C1, ready to synthesize.
 pub trait PartitionCircuits: Send + Sync {
@@ -40,6 +42,9 @@ pub trait PartitionCircuits: Send + Sync {
     ) -> Result<synth::witness::Witness>;
     /// Synthesizes partition `k` and records its constraint system (`--pce`).
     fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)>;
+    /// `--native-label`: whether witness generation computes the labels' SHA-256 natively
+    /// (default) or through bellperson's gadget. Full syntheses always use the gadget.
+    fn set_native_label(&mut self, on: bool);
 }
 
 /// Tasks of a partition's witness with `challenges` challenges: the first two together,
@@ -59,6 +64,8 @@ pub struct Porep<Tree: 'static + MerkleTreeTrait> {
     public_inputs: stacked::PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
     public_params: stacked::PublicParams<Tree>,
     vanilla: VanillaProofs<Tree>,
+    /// `--native-label`: witness-only synthesis computes the labels' SHA-256 natively.
+    native_label: bool,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
@@ -100,6 +107,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
 
     fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, synth::pce::Pce)> {
         synth::pce::synthesize_recording(self.circuit(k)?)
+    }
+
+    fn set_native_label(&mut self, on: bool) {
+        self.native_label = on;
     }
 }
 
@@ -159,11 +170,25 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
         j: usize,
     ) -> Result<synth::witness::Witness> {
-        use synth::witness::witness;
-        match (proofs.len(), j) {
-            (n, _) if n < 3 => witness(self.circuit_of(proofs)?),
-            (_, 0) => witness(self.circuit_of(&proofs[..2])?),
-            (_, j) => witness(self.circuit_of(&proofs[j + 1..j + 2])?),
+        let proofs = match (proofs.len(), j) {
+            (n, _) if n < 3 => proofs,
+            (_, 0) => &proofs[..2],
+            (_, j) => &proofs[j + 1..j + 2],
+        };
+        self.witness_of(proofs)
+    }
+
+    /// The witness of [`Self::circuit_of`]`(proofs)`: through the gadgets, or with
+    /// `--native-label` the same values from [`native_label::witness`].
+    pub fn witness_of(
+        &self,
+        proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    ) -> Result<synth::witness::Witness> {
+        if self.native_label {
+            native_label::witness(&self.public_inputs, self.public_params.num_layers, proofs)
+                .context("witness generation failed")
+        } else {
+            synth::witness::witness(self.circuit_of(proofs)?)
         }
     }
 
@@ -173,7 +198,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
         mut parts: Vec<synth::witness::Witness>,
     ) -> Result<synth::witness::Witness> {
-        use synth::witness::{witness, Witness};
+        use synth::witness::Witness;
         ensure!(
             parts.len() == witness_tasks(proofs.len()),
             "{} witness parts for {} challenges",
@@ -203,7 +228,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         if !rest.iter().all(fits) {
             // Not the layout assumed above (another circuit version?): one at a time.
             log::warn!("challenge circuits differ in their header; witness generated serially");
-            return witness(self.circuit_of(proofs)?);
+            return self.witness_of(proofs);
         }
         // Exact: a 32GiB partition's aux is 4.2 GB, doubling growth would hold up to twice.
         w.aux.reserve_exact(rest.len() * part_aux);
@@ -266,6 +291,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_inputs,
         public_params,
         vanilla,
+        native_label: true,
     })
 }
 

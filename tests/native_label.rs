@@ -1,0 +1,97 @@
+//! `--native-label`: witness generation with the labels' SHA-256 computed natively gives
+//! the gadgets' witness bit for bit, on the real 2KiB and 8MiB circuits (2 layers, binary
+//! and 8-ary trees) and on one challenge of a generated 32GiB C1 (11 layers, the
+//! production tree shape); and proofs with it on and off are the same.
+
+mod common;
+
+use common::*;
+use cuzk_prove::circuit::{PartitionCircuits, Porep};
+use cuzk_prove::cli::{Config, Device};
+use cuzk_prove::input::c1::read_c1;
+use cuzk_prove::pipeline;
+use cuzk_prove::synth::witness;
+use cuzk_prove::testdata::gen_c1::{generate, Options};
+use filecoin_proofs::constants::{SectorShape2KiB, SectorShape32GiB, SectorShape8MiB};
+use filecoin_proofs::types::MerkleTreeTrait;
+use filecoin_proofs_api::RegisteredSealProof;
+
+fn porep<Tree: 'static + MerkleTreeTrait>(dir: &str, native: bool) -> Porep<Tree> {
+    let c1 = read_c1(&root().join(dir).join("c1.json")).unwrap();
+    let mut p = Porep::new(&c1.registered_proof.as_v1_config(), c1.output).unwrap();
+    p.set_native_label(native);
+    p
+}
+
+/// Partition 0, whole and in its parallel parts, native against the gadgets.
+fn same_witness<Tree: 'static + MerkleTreeTrait>(dir: &str) {
+    let native = porep::<Tree>(dir, true);
+    let gadget = witness::witness(native.circuit(0).unwrap()).unwrap();
+    let whole = native.witness_of(native.vanilla(0)).unwrap();
+    assert_eq!(whole.inputs, gadget.inputs, "{dir}: inputs");
+    assert_eq!(whole.aux.len(), gadget.aux.len(), "{dir}: aux length");
+    assert!(whole.aux == gadget.aux, "{dir}: aux values");
+    let parallel = native.witness(0).unwrap();
+    assert!(parallel == gadget, "{dir}: the parallel parts joined");
+    // And `off` really is the gadget path.
+    let off = porep::<Tree>(dir, false);
+    assert!(
+        off.witness(0).unwrap() == gadget,
+        "{dir}: --native-label off"
+    );
+}
+
+#[test]
+fn native_witness_equals_the_gadgets_2kib_8mib() {
+    same_witness::<SectorShape2KiB>("testdata/2kib");
+    same_witness::<SectorShape8MiB>("testdata/8mib");
+}
+
+/// One challenge of a 32GiB C1 from gen-c1: 11 labels of 20 SHA-256 blocks each, the
+/// U11 column hash, the octal trees with their sub and top arities.
+#[test]
+fn native_witness_equals_the_gadgets_32gib_challenge() {
+    let g = generate(&Options {
+        proof: RegisteredSealProof::StackedDrg32GiBV1_1,
+        miner_id: 1000,
+        sector_num: 1,
+        seed: [32; 32],
+    })
+    .unwrap();
+    let mut p =
+        Porep::<SectorShape32GiB>::new(&g.c1.registered_proof.as_v1_config(), g.c1).unwrap();
+    let one = &p.vanilla(3)[5..6].to_vec();
+    let gadget = witness::witness(p.circuit_of(one).unwrap()).unwrap();
+    let native = p.witness_of(one).unwrap();
+    assert_eq!(native.inputs, gadget.inputs);
+    assert_eq!(native.aux.len(), gadget.aux.len(), "aux length");
+    assert!(native.aux == gadget.aux, "aux values");
+    p.set_native_label(false);
+    assert!(p.witness_of(one).unwrap() == gadget);
+}
+
+/// Whole proofs from a PCE cache with the native labels on and off: the same bytes (same
+/// r, s), verified by filecoin-proofs' verify_seal.
+#[test]
+fn proofs_with_native_labels_on_and_off_are_the_same() {
+    let cache = ensure_params("2KiB", "StackedDrg2KiBV1_1");
+    let dir = scratch("native-label");
+    let prove = |native: bool, out: &str| {
+        let mut cfg = Config::new(fixture_c1(), Some(dir.join(out)));
+        cfg.param_cache = cache.to_path_buf();
+        cfg.device = Device::Cpu;
+        cfg.pce_cache = Some(dir.clone());
+        cfg.pce = true;
+        cfg.native_label = native;
+        cfg.rng_seed = Some(7);
+        cfg.quiet = true;
+        pipeline::run(&cfg).unwrap();
+        std::fs::read(dir.join(out)).unwrap()
+    };
+    let record = prove(true, "record.bin"); // the first run records the cache
+    let on = prove(true, "on.bin");
+    let off = prove(false, "off.bin");
+    assert_eq!(on, off);
+    assert_eq!(on, record);
+    assert!(verify_seal(&fixture_meta(), &on));
+}
