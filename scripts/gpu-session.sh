@@ -24,6 +24,9 @@
 #   scripts/gpu-session.sh full32-run # waits, then whole 32GiB proofs: the PCE recording
 #                                     # run, then cached runs with --overlap-synth off and
 #                                     # on, alternating ($FULL32_RUNS: "1 2")
+#   scripts/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
+#                                     # cores), the recording run, and cached runs with
+#                                     # --native-label off and on, alternating
 #
 # Logs are written to a scratch folder and come back as one archive, $OUT/logs.tgz (the
 # device tool returns only a few files per call), with the summary also on stdout. The
@@ -129,7 +132,7 @@ supraseal) # supraseal-c2 on the same C1s: bench/supraseal/build.sh makes the ar
         done
     done
     ;;
-full32-gen|full32-wait|full32-run)
+full32-gen|full32-wait|full32-run|full32-native)
     # The largest local disk holds the parameters (47 GB) and the PCE recording (9 GB).
     D=$(df --output=avail,target / /tmp /root "$PWD" 2>/dev/null | tail -n +2 | sort -n | tail -1 | awk '{print $2}')
     D=${D%/}/cuzk32
@@ -148,9 +151,23 @@ full32-gen|full32-wait|full32-run)
     cp "$D/gen.log" "$OUT/gen-params-32g.log"
     if ! gen_done; then echo "gen-params 32GiB: still running" | tee -a "$OUT/summary.txt"; exit 0; fi
     echo "gen-params 32GiB: $(tail -1 "$D/gen.log")" | tee -a "$OUT/summary.txt"
-    [ "$1" = full32-run ] || exit 0
+    [ "$1" = full32-run ] || [ "$1" = full32-native ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
     P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
+    if [ "$1" = full32-native ]; then
+        run bench-witness-32g "$B/cuzk-prove" bench-witness --c1 "$D/c1-32g.json" --runs 3 \
+            --json "$OUT/bench-witness-32g.json"
+        [ -s "$D/pce/"*.pce ] 2>/dev/null ||
+            run full32-record "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/record.json"
+        for i in ${FULL32_RUNS:-1 2}; do
+            for o in off on; do
+                run "full32-native-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --native-label $o \
+                    --json "$OUT/native-$o-$i.json"
+            done
+        done
+        ls -la "$D/proof.bin" >> "$OUT/summary.txt"
+        exit 0
+    fi
     run full32-record "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/record.json"
     for i in ${FULL32_RUNS:-1 2}; do
         for o in off on; do
@@ -160,5 +177,5 @@ full32-gen|full32-wait|full32-run)
     done
     ls -la "$D/proof.bin" >> "$OUT/summary.txt"
     ;;
-*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal|full32-gen|full32-wait|full32-run" >&2; exit 2 ;;
+*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
 esac

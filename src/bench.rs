@@ -17,6 +17,8 @@
 //!
 //! The inputs generators are shared with the tests (tests/cuda_msm.rs).
 
+pub mod witness;
+
 use std::time::Instant;
 
 use anyhow::{ensure, Result};

@@ -104,6 +104,28 @@ pub enum Command {
         #[arg(long, value_name = "HEX")]
         seed: Option<String>,
     },
+    /// Witness generation benchmark: one partition's witness-only synthesis (as --pce
+    /// runs it) with --native-label on and off, alternating; the witnesses are compared.
+    /// Needs only a C1 (gen-c1 makes one of any size).
+    #[command(name = "bench-witness")]
+    BenchWitness {
+        #[arg(long, value_name = "FILE")]
+        c1: PathBuf,
+        /// Which partition (0-based).
+        #[arg(long, value_name = "K", default_value_t = 0)]
+        partition: usize,
+        #[arg(long, value_name = "N", default_value_t = 3)]
+        runs: usize,
+        /// Synthesis threads (default: all cores).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Time only this path (e.g. under a profiler); both by default.
+        #[arg(long, value_enum, value_name = "on|off")]
+        only: Option<Switch>,
+        /// Write the medians as JSON to FILE.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// GPU kernel benchmarks: MSM in G1 (random and witness-like scalars, split on and
     /// off) and G2, NTT, quotient H; warm-up, then the median of --runs runs per size.
     /// With --partition, one synthetic 32GiB-shape partition, phase by phase, instead.

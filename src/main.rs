@@ -179,6 +179,30 @@ fn real_main(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Some(Command::BenchWitness {
+            c1,
+            partition,
+            runs,
+            threads,
+            only,
+            json,
+        }) => {
+            if let Some(j) = &json {
+                output::check_path(j)?;
+            }
+            let threads = threads.unwrap_or_else(rayon::current_num_threads);
+            let report = cuzk_prove::bench::witness::run(
+                &c1,
+                partition,
+                runs,
+                threads,
+                only.map(|s| s == cuzk_prove::cli::Switch::On),
+            )?;
+            if let Some(j) = &json {
+                output::write_atomic(j, &serde_json::to_vec_pretty(&report)?)?;
+            }
+            Ok(())
+        }
         Some(Command::Manpage) => {
             print!("{}", cuzk_prove::cli::manpage()?);
             Ok(())

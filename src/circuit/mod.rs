@@ -66,6 +66,11 @@ pub struct Porep<Tree: 'static + MerkleTreeTrait> {
     vanilla: VanillaProofs<Tree>,
     /// `--native-label`: witness-only synthesis computes the labels' SHA-256 natively.
     native_label: bool,
+    /// Aux buffers of joined witness parts, kept for later parts: a 32GiB partition's
+    /// parts are ~4 GB, and fresh memory costs a page fault and a zeroed page for every
+    /// 4 KiB, plus the copies of a growing vector (half the native witness's time on 2
+    /// cores before, docs/PERF.md session 20).
+    spare: std::sync::Mutex<Vec<Vec<Fr>>>,
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
@@ -185,8 +190,14 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
     ) -> Result<synth::witness::Witness> {
         if self.native_label {
-            native_label::witness(&self.public_inputs, self.public_params.num_layers, proofs)
-                .context("witness generation failed")
+            let buffer = self.spare.lock().ok().and_then(|mut s| s.pop());
+            native_label::witness(
+                &self.public_inputs,
+                self.public_params.num_layers,
+                proofs,
+                buffer.unwrap_or_default(),
+            )
+            .context("witness generation failed")
         } else {
             synth::witness::witness(self.circuit_of(proofs)?)
         }
@@ -235,7 +246,37 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         w.inputs.reserve_exact(rest.len() * part_in);
         for r in &rest {
             w.inputs.extend_from_slice(&r.inputs[head_in..]);
-            w.aux.extend_from_slice(&r.aux[head_aux..]);
+        }
+        // The parts' copies in parallel: the destination is fresh memory, whose page faults
+        // would otherwise all land on one thread.
+        {
+            use rayon::prelude::*;
+            let start = w.aux.len();
+            let mut dst = &mut w.aux.spare_capacity_mut()[..rest.len() * part_aux];
+            let mut jobs = Vec::with_capacity(rest.len());
+            for r in &rest {
+                let (d, tail) = dst.split_at_mut(part_aux);
+                jobs.push((d, &r.aux[head_aux..]));
+                dst = tail;
+            }
+            jobs.into_par_iter().for_each(|(d, s)| {
+                for (d, s) in d.chunks_mut(1 << 16).zip(s.chunks(1 << 16)) {
+                    for (d, s) in d.iter_mut().zip(s) {
+                        d.write(*s);
+                    }
+                }
+            });
+            // SAFETY: every element of the reserved range was written just above.
+            unsafe { w.aux.set_len(start + rest.len() * part_aux) };
+        }
+        if let Ok(mut spare) = self.spare.lock() {
+            for r in rest {
+                let mut aux = r.aux;
+                aux.clear();
+                if spare.len() < 64 {
+                    spare.push(aux);
+                }
+            }
         }
         Ok(w)
     }
@@ -292,6 +333,7 @@ fn build<Tree: 'static + MerkleTreeTrait>(
         public_params,
         vanilla,
         native_label: true,
+        spare: Default::default(),
     })
 }
 

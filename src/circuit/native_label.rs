@@ -5,12 +5,14 @@
 //! step by step, calling the same public gadgets for everything but the labels (the
 //! header, the Merkle inclusion proofs, the columns' Poseidon hashes, the parents' bit
 //! decompositions, the encoding), so the witness has the same values in the same order as
-//! `synth::witness::witness(circuit)`. The labels are ~3/4 of a PoRep circuit's
-//! variables and most of its witness-generation time (docs/PERF.md, session 20).
+//! `synth::witness::witness(circuit)`. The labels and tree D's path are nearly all of a
+//! PoRep circuit's SHA-256, and SHA-256 most of its witness-generation time (docs/PERF.md,
+//! session 20).
 //! Full syntheses (recording the PCE, or without `--pce`) still run the gadgets: they need
 //! the constraints.
 
-use bellperson::gadgets::{boolean::Boolean, num::AllocatedNum};
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::{multipack, num::AllocatedNum};
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use ff::Field;
@@ -20,7 +22,9 @@ use filecoin_hashers::{
 use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher};
 use filecoin_proofs::types::MerkleTreeTrait;
 use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::insertion::insert;
 use storage_proofs_core::gadgets::{constraint, encode::encode, uint64::UInt64, variables::Root};
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::merkle::{DiskStore, MerkleTreeWrapper};
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, StackedCircuit};
@@ -35,11 +39,13 @@ type PublicInputs<Tree> = stacked::PublicInputs<
 >;
 
 /// The witness of the circuit of `proofs` (as `StackedCompound::circuit` builds it), with
-/// the ONE input first.
+/// the ONE input first; its aux values go to `buffer` (cleared first: only its memory is
+/// reused).
 pub fn witness<Tree: 'static + MerkleTreeTrait>(
     public_inputs: &PublicInputs<Tree>,
     layers: usize,
     proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
+    mut buffer: Vec<Fr>,
 ) -> Result<Witness, SynthesisError> {
     let missing = || SynthesisError::AssignmentMissing;
     let first = proofs.first().ok_or(missing())?;
@@ -52,7 +58,11 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
     }
     let tau = public_inputs.tau.as_ref().ok_or(missing())?;
 
-    let mut cs = Witness::default();
+    buffer.clear();
+    let mut cs = Witness {
+        inputs: Vec::new(),
+        aux: buffer,
+    };
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
 
     // The header, as StackedCircuit::synthesize allocates it.
@@ -77,10 +87,12 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
         StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<Witness>,
     );
 
-    for p in circuit_proofs {
+    for (p, vanilla) in circuit_proofs.into_iter().zip(proofs) {
         // Proof::synthesize, step by step.
         let data_leaf = AllocatedNum::alloc(&mut cs, || p.data_leaf.ok_or(missing()))?;
-        inclusion(&mut cs, p.comm_d_path, &comm_d, &data_leaf)?;
+        // Tree D is a binary SHA-256 tree: its hashes natively too (the circuit form of
+        // the path hides its elements; the vanilla proof's are the same).
+        sha256_inclusion(&mut cs, vanilla.comm_d_proofs.as_options(), &data_leaf)?;
         let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
         for parent in p.drg_parents_proofs {
             let (column, path) = parent.alloc(&mut cs)?;
@@ -163,6 +175,40 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
 
 /// Pins `T` to the element type of a function's `Vec<T>` argument.
 fn same_element_type<T, S, A, B, C, D, E, R>(_: &[T], _: fn(S, A, B, C, D, E, Vec<T>) -> R) {}
+
+/// storage-proofs' `enforce_inclusion` for a binary SHA-256 tree (tree D) without sub or
+/// top trees, its hashes natively: per level the index bit, the sibling, the two picks of
+/// `insert_2`, the two leaves' bit decompositions (the gadget), then the SHA-256 of their
+/// bytes and its packed value; the index bits packed into inputs at the end. The root is
+/// an allocated number already, so `Root::allocated` adds nothing, and the equality with
+/// it is a constraint only.
+fn sha256_inclusion(
+    cs: &mut Witness,
+    path: Vec<(Vec<Option<Fr>>, Option<usize>)>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    let mut cur = leaf.clone();
+    let mut index_bits = Vec::with_capacity(path.len());
+    for (hashes, index) in path {
+        let [sibling] = hashes[..] else {
+            return Err(SynthesisError::Unsatisfiable);
+        };
+        let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, index.map(|i| i & 1 == 1))?);
+        index_bits.push(bit.clone());
+        let sibling = AllocatedNum::alloc(&mut *cs, || sibling.ok_or(SynthesisError::AssignmentMissing))?;
+        let inserted = insert(cs, &cur, &[bit], &[sibling])?;
+        // Sha256Function::hash_multi_leaf_circuit: each leaf's bits by bytes, bit order
+        // reversed within a byte; the digest packed from its bytes likewise.
+        let mut preimage = Vec::with_capacity(512);
+        for leaf in &inserted {
+            preimage.extend(sha256::reverse_bit_numbering(bits(&leaf.to_bits_le(&mut *cs)?)?));
+        }
+        let digest = sha256::sha256(&mut sha256::Aux(&mut cs.aux), &preimage);
+        let value = sha256::pack(&sha256::reverse_bit_numbering(digest));
+        cur = AllocatedNum::alloc(&mut *cs, || Ok(value))?;
+    }
+    multipack::pack_into_inputs(&mut *cs, &index_bits)
+}
 
 /// storage-proofs' `enforce_inclusion`.
 fn inclusion<H, U, V, W>(
