@@ -389,7 +389,8 @@ pub struct ProveArgs {
     pub native_label: Switch,
 
     /// Partitions synthesized and proved at once (bounds memory; default: all): with
-    /// --overlap-synth, how many are being synthesized or waiting for the prover at a time.
+    /// --overlap-synth, how many are being synthesized or waiting for the prover at a time
+    /// (default with --pce: 3, which keeps the prover busy).
     #[arg(long, value_name = "N")]
     pub max_circuits: Option<usize>,
 

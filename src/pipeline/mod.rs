@@ -39,6 +39,10 @@ pub struct Outcome {
     pub report: serde_json::Value,
 }
 
+/// `--overlap-synth`'s default window with `--pce` (`--max-circuits`): partitions being
+/// synthesized or waiting for the prover.
+pub const OVERLAP_WINDOW: usize = 3;
+
 fn log(cfg: &Config, msg: &str) {
     if !cfg.quiet {
         eprintln!("{msg}");
@@ -259,7 +263,17 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         Some(seed) => Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), todo.len()),
         None => Randomness::draw(&mut OsRng, todo.len()),
     };
-    let batch = cfg.max_circuits.unwrap_or(todo.len()).max(1);
+    // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy (their
+    // challenges are tasks for all cores); with native witnesses (~0.9 s a 32GiB
+    // partition on 16 cores against ~1.6 s of GPU work) all ten would otherwise be held at
+    // once (4.2 GB of aux each: 121 GB peak RSS on the 128 GB H200 host, docs/PERF.md
+    // session 20). Without --pce a partition is one single-threaded task: all at once.
+    let default_batch = if cfg.overlap_synth && cfg.pce {
+        OVERLAP_WINDOW
+    } else {
+        todo.len()
+    };
+    let batch = cfg.max_circuits.unwrap_or(default_batch).max(1);
     let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
     let mut shape = None;
     let mut witness = None;

@@ -14,7 +14,7 @@
 //! with a clear error instead of a proof that does not verify.
 
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -402,24 +402,29 @@ impl Pce {
         })
     }
 
-    /// Reads a recording written by [`Self::save`].
+    /// Reads a recording written by [`Self::save`]. The file is memory-mapped and each
+    /// array decoded by all threads of the current pool (a 32GiB recording is 9 GB: read
+    /// through one buffer it took 10.5 s on the H200 host, the whole run's first critical
+    /// step once witnesses became fast; docs/PERF.md, session 20).
     pub fn load(path: &Path) -> Result<Self> {
         let read = || -> Result<Self> {
             let file = std::fs::File::open(path)?;
+            // SAFETY: the cache file is only ever replaced by a rename, never written in
+            // place, so the mapping does not change under us; every read below is bounds
+            // checked against the mapping's length.
+            let map = unsafe { memmap2::Mmap::map(&file)? };
+            let size = map.len() as u64;
             // Every count read below is held against the file's size before anything of
             // that size is allocated: a damaged header gives an error, not an abort.
-            let size = file.metadata()?.len();
             let fits = |count: u64, bytes_each: u64| {
                 count.checked_mul(bytes_each).is_some_and(|b| b <= size)
             };
-            let mut f = BufReader::with_capacity(1 << 22, file);
-            let mut magic = [0u8; 8];
-            f.read_exact(&mut magic)?;
+            let mut f = Cursor(&map[..]);
             ensure!(
-                &magic == MAGIC,
+                f.take(8)? == MAGIC,
                 "not a cuzk-prove PCE file (or another version)"
             );
-            let h: Vec<u64> = read_n(&mut f, 4)?;
+            let h: Vec<u64> = f.array(4)?;
             let (inputs, aux, rows, ncoeffs) = (h[0], h[1], h[2], h[3]);
             ensure!(
                 aux < AUX as u64
@@ -428,33 +433,34 @@ impl Pce {
                     && fits(rows.saturating_add(1), 24),
                 "implausible header"
             );
-            let mut coeffs = Vec::with_capacity(ncoeffs as usize);
-            for _ in 0..ncoeffs {
-                let mut repr = [0u8; 32];
-                f.read_exact(&mut repr)?;
-                let c: Option<Fr> = Fr::from_repr(repr).into();
-                coeffs.push(c.context("a coefficient is not a field element")?);
-            }
+            let coeffs = f
+                .take(ncoeffs as usize * 32)?
+                .chunks_exact(32)
+                .map(|b| {
+                    let c: Option<Fr> = Fr::from_repr(b.try_into().expect("32 bytes")).into();
+                    c.context("a coefficient is not a field element")
+                })
+                .collect::<Result<Vec<_>>>()?;
             let mut densities = Vec::new();
             for _ in 0..3 {
-                let len = read_n::<u64>(&mut f, 1)?[0] as usize;
+                let len = f.array::<u64>(1)?[0] as usize;
                 ensure!(
                     len <= aux.max(inputs) as usize && fits(len as u64, 1),
                     "implausible density length"
                 );
-                let words = read_n(&mut f, len.div_ceil(64))?;
+                let words = f.array(len.div_ceil(64))?;
                 densities.push(Density::from_words(words, len)?);
             }
             let mut mats = Vec::new();
             for _ in 0..3 {
-                let nnz = read_n::<u64>(&mut f, 1)?[0] as usize;
+                let nnz = f.array::<u64>(1)?[0] as usize;
                 ensure!(fits(nnz as u64, 8), "implausible term count");
-                let row_start: Vec<u64> = read_n(&mut f, rows as usize + 1)?;
-                let cols: Vec<u32> = read_n(&mut f, nnz)?;
-                let cidx: Vec<u32> = read_n(&mut f, nnz)?;
+                let row_start: Vec<u64> = f.array(rows as usize + 1)?;
+                let cols: Vec<u32> = f.array(nnz)?;
+                let cidx: Vec<u32> = f.array(nnz)?;
                 ensure!(
                     row_start[0] == 0
-                        && row_start.windows(2).all(|w| w[0] <= w[1])
+                        && row_start.par_windows(2).all(|w| w[0] <= w[1])
                         && row_start[rows as usize] == nnz as u64,
                     "row offsets out of order"
                 );
@@ -476,8 +482,7 @@ impl Pce {
                     coeffs: cidx,
                 });
             }
-            let mut rest = [0u8; 1];
-            ensure!(f.read(&mut rest)? == 0, "trailing bytes");
+            ensure!(f.0.is_empty(), "trailing bytes");
             let (c, b, a) = (
                 mats.pop().unwrap(),
                 mats.pop().unwrap(),
@@ -558,15 +563,24 @@ fn write_all<T: Le>(f: &mut impl Write, v: &[T]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn read_n<T: Le>(f: &mut impl Read, n: usize) -> Result<Vec<T>> {
-    let mut out = Vec::with_capacity(n);
-    let mut buf = vec![0u8; ARRAY_CHUNK * T::SIZE];
-    while out.len() < n {
-        let k = (n - out.len()).min(ARRAY_CHUNK);
-        f.read_exact(&mut buf[..k * T::SIZE])?;
-        out.extend(buf[..k * T::SIZE].chunks_exact(T::SIZE).map(T::get));
+/// The unread rest of a mapped recording.
+struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        ensure!(n <= self.0.len(), "the file ends early");
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
     }
-    Ok(out)
+
+    /// `n` little-endian values, decoded in parallel straight into the vector.
+    fn array<T: Le + Send>(&mut self, n: usize) -> Result<Vec<T>> {
+        let bytes = self.take(n.checked_mul(T::SIZE).context("implausible length")?)?;
+        let mut out = Vec::with_capacity(n);
+        out.par_extend(bytes.par_chunks_exact(T::SIZE).map(T::get));
+        Ok(out)
+    }
 }
 
 /// A full synthesis that also records the constraint system.
