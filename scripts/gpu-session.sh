@@ -25,8 +25,9 @@
 #                                     # run, then cached runs with --overlap-synth off and
 #                                     # on, alternating ($FULL32_RUNS: "1 2")
 #   scripts/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
-#                                     # cores), the recording run, and cached runs with
-#                                     # --native-label off and on, alternating
+#                                     # cores; BENCH_WITNESS=0 skips it), the recording
+#                                     # run, and cached runs with --native-label off and on,
+#                                     # alternating ($FULL32_MODES: "off on")
 #
 # Logs are written to a scratch folder and come back as one archive, $OUT/logs.tgz (the
 # device tool returns only a few files per call), with the summary also on stdout. The
@@ -155,12 +156,13 @@ full32-gen|full32-wait|full32-run|full32-native)
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
     P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
     if [ "$1" = full32-native ]; then
-        run bench-witness-32g "$B/cuzk-prove" bench-witness --c1 "$D/c1-32g.json" --runs 3 \
-            --json "$OUT/bench-witness-32g.json"
+        [ "${BENCH_WITNESS:-1}" = 1 ] &&
+            run bench-witness-32g "$B/cuzk-prove" bench-witness --c1 "$D/c1-32g.json" --runs 3 \
+                --json "$OUT/bench-witness-32g.json"
         [ -s "$D/pce/"*.pce ] 2>/dev/null ||
             run full32-record "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/record.json"
         for i in ${FULL32_RUNS:-1 2}; do
-            for o in off on; do
+            for o in ${FULL32_MODES:-off on}; do
                 run "full32-native-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --native-label $o \
                     --json "$OUT/native-$o-$i.json"
             done
