@@ -21,8 +21,8 @@ use filecoin_hashers::{
 };
 use filecoin_proofs::constants::{DefaultPieceDomain, DefaultPieceHasher};
 use filecoin_proofs::types::MerkleTreeTrait;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::insertion::insert;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::{constraint, encode::encode, uint64::UInt64, variables::Root};
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::merkle::{DiskStore, MerkleTreeWrapper};
@@ -93,19 +93,19 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
         // Tree D is a binary SHA-256 tree: its hashes natively too (the circuit form of
         // the path hides its elements; the vanilla proof's are the same).
         sha256_inclusion(&mut cs, vanilla.comm_d_proofs.as_options(), &data_leaf)?;
-        let mut drg = Vec::with_capacity(p.drg_parents_proofs.len());
-        for parent in p.drg_parents_proofs {
-            let (column, path) = parent.alloc(&mut cs)?;
-            let hash = column.hash(&mut cs)?;
-            inclusion(&mut cs, path, &comm_c, &hash)?;
-            drg.push(column);
-        }
-        let mut exp = Vec::with_capacity(p.exp_parents_proofs.len());
-        for parent in p.exp_parents_proofs {
-            let (column, path) = parent.alloc(&mut cs)?;
-            let hash = column.hash(&mut cs)?;
-            inclusion(&mut cs, path, &comm_c, &hash)?;
-            exp.push(column);
+        // The DRG parents' columns, then the expander parents': each allocated, hashed and
+        // opened in tree C.
+        let [mut drg, mut exp] = [Vec::new(), Vec::new()];
+        for (parents, columns) in [
+            (p.drg_parents_proofs, &mut drg),
+            (p.exp_parents_proofs, &mut exp),
+        ] {
+            for parent in parents {
+                let (column, path) = parent.alloc(&mut cs)?;
+                let hash = column.hash(&mut cs)?;
+                inclusion(&mut cs, path, &comm_c, &hash)?;
+                columns.push(column);
+            }
         }
         if drg.is_empty() || exp.is_empty() {
             return Err(SynthesisError::Unsatisfiable);
@@ -195,13 +195,17 @@ fn sha256_inclusion(
         };
         let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, index.map(|i| i & 1 == 1))?);
         index_bits.push(bit.clone());
-        let sibling = AllocatedNum::alloc(&mut *cs, || sibling.ok_or(SynthesisError::AssignmentMissing))?;
+        let sibling = AllocatedNum::alloc(&mut *cs, || {
+            sibling.ok_or(SynthesisError::AssignmentMissing)
+        })?;
         let inserted = insert(cs, &cur, &[bit], &[sibling])?;
         // Sha256Function::hash_multi_leaf_circuit: each leaf's bits by bytes, bit order
         // reversed within a byte; the digest packed from its bytes likewise.
         let mut preimage = Vec::with_capacity(512);
         for leaf in &inserted {
-            preimage.extend(sha256::reverse_bit_numbering(bits(&leaf.to_bits_le(&mut *cs)?)?));
+            preimage.extend(sha256::reverse_bit_numbering(bits(
+                &leaf.to_bits_le(&mut *cs)?,
+            )?));
         }
         let digest = sha256::sha256(&mut sha256::Aux(&mut cs.aux), &preimage);
         let value = sha256::pack(&sha256::reverse_bit_numbering(digest));

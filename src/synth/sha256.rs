@@ -201,8 +201,8 @@ impl Word {
         let mut bits = [Bit::Const(false); 32];
         for i in 0..len {
             let b = aux.alloc((sum >> i) & 1 == 1);
-            if i < 32 {
-                bits[i] = b;
+            if let Some(slot) = bits.get_mut(i) {
+                *slot = b;
             }
         }
         Word {
@@ -297,11 +297,11 @@ fn compress(aux: &mut Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
 /// bellperson's `sha256` gadget: padding, then one compression a block; the digest's 256
 /// bits, each word most significant bit first.
 pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
-    assert!(input.len().is_multiple_of(8));
+    assert!(input.len() % 8 == 0);
     let mut padded = input.to_vec();
     let len = padded.len() as u64;
     padded.push(Bit::Const(true));
-    while !(padded.len() + 64).is_multiple_of(512) {
+    while (padded.len() + 64) % 512 != 0 {
         padded.push(Bit::Const(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::Const((len >> i) & 1 == 1)));
@@ -314,7 +314,7 @@ pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
 
 /// storage-proofs' `reverse_bit_numbering`: padded to whole bytes, each byte's bits reversed.
 pub fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
-    while !bits.len().is_multiple_of(8) {
+    while bits.len() % 8 != 0 {
         bits.push(Bit::Const(false));
     }
     bits.chunks(8)
