@@ -1,7 +1,8 @@
-//! `--native-label`: witness generation with the labels' SHA-256 computed natively gives
-//! the gadgets' witness bit for bit, on the real 2KiB and 8MiB circuits (2 layers, binary
-//! and 8-ary trees) and on one challenge of a generated 32GiB C1 (11 layers, the
-//! production tree shape); and proofs with it on and off are the same.
+//! `--native-label`: witness generation with the labels' and tree D's SHA-256 computed
+//! natively gives the gadgets' witness bit for bit, on the real 2KiB and 8MiB circuits (2
+//! layers, binary and 8-ary trees) and on one challenge of generated 512MiB, 32GiB and
+//! 64GiB C1s (11 layers, the production tree shapes); and proofs with it on and off are
+//! the same.
 
 mod common;
 
@@ -12,7 +13,9 @@ use cuzk_prove::input::c1::read_c1;
 use cuzk_prove::pipeline;
 use cuzk_prove::synth::witness;
 use cuzk_prove::testdata::gen_c1::{generate, Options};
-use filecoin_proofs::constants::{SectorShape2KiB, SectorShape32GiB, SectorShape8MiB};
+use filecoin_proofs::constants::{
+    SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+};
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs_api::RegisteredSealProof;
 
@@ -47,27 +50,34 @@ fn native_witness_equals_the_gadgets_2kib_8mib() {
     same_witness::<SectorShape8MiB>("testdata/8mib");
 }
 
-/// One challenge of a 32GiB C1 from gen-c1: 11 labels of 20 SHA-256 blocks each, the
-/// U11 column hash, the octal trees with their sub and top arities.
-#[test]
-fn native_witness_equals_the_gadgets_32gib_challenge() {
+/// One challenge of a C1 from gen-c1 at each larger size: 512MiB (2 layers), 32GiB and
+/// 64GiB (11 labels of 20 SHA-256 blocks each, the U11 column hash, octal trees with
+/// their sub and top arities).
+fn same_challenge_witness<Tree: 'static + MerkleTreeTrait>(proof: RegisteredSealProof) {
     let g = generate(&Options {
-        proof: RegisteredSealProof::StackedDrg32GiBV1_1,
+        proof,
         miner_id: 1000,
         sector_num: 1,
         seed: [32; 32],
     })
     .unwrap();
-    let mut p =
-        Porep::<SectorShape32GiB>::new(&g.c1.registered_proof.as_v1_config(), g.c1).unwrap();
-    let one = &p.vanilla(3)[5..6].to_vec();
+    let mut p = Porep::<Tree>::new(&g.c1.registered_proof.as_v1_config(), g.c1).unwrap();
+    let k = p.partitions() - 1;
+    let one = &p.vanilla(k)[1..2].to_vec();
     let gadget = witness::witness(p.circuit_of(one).unwrap()).unwrap();
     let native = p.witness_of(one).unwrap();
-    assert_eq!(native.inputs, gadget.inputs);
-    assert_eq!(native.aux.len(), gadget.aux.len(), "aux length");
-    assert!(native.aux == gadget.aux, "aux values");
+    assert_eq!(native.inputs, gadget.inputs, "{proof:?}: inputs");
+    assert_eq!(native.aux.len(), gadget.aux.len(), "{proof:?}: aux length");
+    assert!(native.aux == gadget.aux, "{proof:?}: aux values");
     p.set_native_label(false);
-    assert!(p.witness_of(one).unwrap() == gadget);
+    assert!(p.witness_of(one).unwrap() == gadget, "{proof:?}: off");
+}
+
+#[test]
+fn native_witness_equals_the_gadgets_512mib_32gib_64gib_challenge() {
+    same_challenge_witness::<SectorShape512MiB>(RegisteredSealProof::StackedDrg512MiBV1_1);
+    same_challenge_witness::<SectorShape32GiB>(RegisteredSealProof::StackedDrg32GiBV1_1);
+    same_challenge_witness::<SectorShape64GiB>(RegisteredSealProof::StackedDrg64GiBV1_1);
 }
 
 /// Whole proofs from a PCE cache with the native labels on and off: the same bytes (same
