@@ -12,9 +12,10 @@
 //! possibly negated), and every gadget rule that decides whether a bit is allocated
 //! (constant folding in XOR, AND, Ch, Maj and in additions of constant words) is followed
 //! exactly as bellperson 0.27 (`gadgets::sha256`, `uint32`, bellpepper-core's `boolean`)
-//! does. The result is bit for bit the gadget's witness; `tests/native_label.rs` checks
-//! that on real circuits, and this module's tests against the gadget itself, and the aux vector's length and contents would differ at once if
-//! a rule were missed.
+//! does. The result is bit for bit the gadget's witness: this module's tests compare the
+//! allocations with the gadget's own on mixed inputs, and `tests/native_label.rs` compares
+//! whole witnesses of real circuits; a missed rule changes the aux vector's length or
+//! contents at once.
 
 use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
