@@ -174,10 +174,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 pce_c1,
                 pce_tiles,
             })?;
-            if let Some(j) = &json {
-                output::write_atomic(j, &serde_json::to_vec_pretty(&rows)?)?;
-            }
-            Ok(())
+            write_json(json.as_deref(), &rows)
         }
         Some(Command::BenchWitness {
             c1,
@@ -198,16 +195,21 @@ fn real_main(cli: Cli) -> Result<()> {
                 threads,
                 only.map(|s| s == cuzk_prove::cli::Switch::On),
             )?;
-            if let Some(j) = &json {
-                output::write_atomic(j, &serde_json::to_vec_pretty(&report)?)?;
-            }
-            Ok(())
+            write_json(json.as_deref(), &report)
         }
         Some(Command::Manpage) => {
             print!("{}", cuzk_prove::cli::manpage()?);
             Ok(())
         }
         None => prove(Config::try_from(cli.prove)?),
+    }
+}
+
+/// A benchmark's `--json FILE`, if given (its path was checked before the run).
+fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> Result<()> {
+    match path {
+        Some(p) => output::write_atomic(p, &serde_json::to_vec_pretty(value)?),
+        None => Ok(()),
     }
 }
 

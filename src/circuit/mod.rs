@@ -47,6 +47,9 @@ pub trait PartitionCircuits: Send + Sync {
     fn set_native_label(&mut self, on: bool);
 }
 
+/// Witness part buffers kept for reuse (a 32GiB part's is ~230 MB).
+const SPARE_BUFFERS: usize = 64;
+
 /// Tasks of a partition's witness with `challenges` challenges: the first two together,
 /// then one per challenge (a single one below three).
 fn witness_tasks(challenges: usize) -> usize {
@@ -189,17 +192,18 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         &self,
         proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
     ) -> Result<synth::witness::Witness> {
+        let buffer = self.spare.lock().ok().and_then(|mut s| s.pop());
+        let buffer = buffer.unwrap_or_default();
         if self.native_label {
-            let buffer = self.spare.lock().ok().and_then(|mut s| s.pop());
             native_label::witness(
                 &self.public_inputs,
                 self.public_params.num_layers,
                 proofs,
-                buffer.unwrap_or_default(),
+                buffer,
             )
             .context("witness generation failed")
         } else {
-            synth::witness::witness(self.circuit_of(proofs)?)
+            synth::witness::witness_in(self.circuit_of(proofs)?, buffer)
         }
     }
 
@@ -260,23 +264,18 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
                 dst = tail;
             }
             jobs.into_par_iter().for_each(|(d, s)| {
-                for (d, s) in d.chunks_mut(1 << 16).zip(s.chunks(1 << 16)) {
-                    for (d, s) in d.iter_mut().zip(s) {
-                        d.write(*s);
-                    }
+                for (d, s) in d.iter_mut().zip(s) {
+                    d.write(*s);
                 }
             });
             // SAFETY: every element of the reserved range was written just above.
             unsafe { w.aux.set_len(start + rest.len() * part_aux) };
         }
+        // Kept for the next parts (the witness paths clear them); at most a few
+        // partitions' worth.
         if let Ok(mut spare) = self.spare.lock() {
-            for r in rest {
-                let mut aux = r.aux;
-                aux.clear();
-                if spare.len() < 64 {
-                    spare.push(aux);
-                }
-            }
+            let room = SPARE_BUFFERS.saturating_sub(spare.len());
+            spare.extend(rest.into_iter().map(|r| r.aux).take(room));
         }
         Ok(w)
     }

@@ -13,9 +13,8 @@
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::{multipack, num::AllocatedNum};
-use bellperson::{ConstraintSystem, SynthesisError};
+use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
-use ff::Field;
 use filecoin_hashers::{
     HashFunction, Hasher, PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2,
 };
@@ -39,13 +38,12 @@ type PublicInputs<Tree> = stacked::PublicInputs<
 >;
 
 /// The witness of the circuit of `proofs` (as `StackedCompound::circuit` builds it), with
-/// the ONE input first; its aux values go to `buffer` (cleared first: only its memory is
-/// reused).
+/// the ONE input first; its aux values go to `buffer`'s memory.
 pub fn witness<Tree: 'static + MerkleTreeTrait>(
     public_inputs: &PublicInputs<Tree>,
     layers: usize,
     proofs: &[stacked::Proof<Tree, DefaultPieceHasher>],
-    mut buffer: Vec<Fr>,
+    buffer: Vec<Fr>,
 ) -> Result<Witness, SynthesisError> {
     let missing = || SynthesisError::AssignmentMissing;
     let first = proofs.first().ok_or(missing())?;
@@ -58,12 +56,7 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
     }
     let tau = public_inputs.tau.as_ref().ok_or(missing())?;
 
-    buffer.clear();
-    let mut cs = Witness {
-        inputs: Vec::new(),
-        aux: buffer,
-    };
-    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    let mut cs = Witness::starting_in(buffer);
 
     // The header, as StackedCircuit::synthesize allocates it.
     let num = |cs: &mut Witness, v: Fr| AllocatedNum::alloc(cs, || Ok(v));

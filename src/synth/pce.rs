@@ -443,7 +443,7 @@ impl Pce {
                 .collect::<Result<Vec<_>>>()?;
             let mut densities = Vec::new();
             for _ in 0..3 {
-                let len = f.array::<u64>(1)?[0] as usize;
+                let len = f.u64()? as usize;
                 ensure!(
                     len <= aux.max(inputs) as usize && fits(len as u64, 1),
                     "implausible density length"
@@ -453,7 +453,7 @@ impl Pce {
             }
             let mut mats = Vec::new();
             for _ in 0..3 {
-                let nnz = f.array::<u64>(1)?[0] as usize;
+                let nnz = f.u64()? as usize;
                 ensure!(fits(nnz as u64, 8), "implausible term count");
                 let row_start: Vec<u64> = f.array(rows as usize + 1)?;
                 let cols: Vec<u32> = f.array(nnz)?;
@@ -572,6 +572,10 @@ impl<'a> Cursor<'a> {
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::get(self.take(8)?))
     }
 
     /// `n` little-endian values, decoded in parallel straight into the vector.

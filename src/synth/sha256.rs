@@ -228,48 +228,62 @@ const IV: [u32; 8] = [
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
 ];
 
-/// A working variable that the gadget leaves as a pending sum until it is read.
-enum Pending {
-    Word(Word),
-    Sum(Vec<Word>),
+/// A working variable: a word, or (as the gadget leaves it until it is read) a pending sum
+/// of up to 7 operands (temp1 + temp2), plus one when the final state adds its word.
+struct Pending {
+    ops: [Word; 8],
+    /// 1: a word, read as it is (the gadget ignores the final state's word then too).
+    n: usize,
 }
 
 impl Pending {
-    fn get(self, aux: &mut Aux, more: &[Word]) -> Word {
-        match self {
-            Pending::Word(w) => w,
-            Pending::Sum(mut v) => {
-                v.extend_from_slice(more);
-                Word::addmany(aux, &v)
-            }
+    fn of(words: &[Word]) -> Self {
+        let mut ops = [Word::constant(0); 8];
+        ops[..words.len()].copy_from_slice(words);
+        Pending {
+            ops,
+            n: words.len(),
         }
+    }
+
+    fn get(mut self, aux: &mut Aux, more: Option<Word>) -> Word {
+        if self.n == 1 {
+            return self.ops[0];
+        }
+        if let Some(w) = more {
+            self.ops[self.n] = w;
+            self.n += 1;
+        }
+        Word::addmany(aux, &self.ops[..self.n])
     }
 }
 
 /// `sha256_compression_function`: one 512-bit block (bits most significant first).
 fn compress(aux: &mut Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
     assert_eq!(block.len(), 512);
-    let mut w: Vec<Word> = block.chunks(32).map(Word::from_bits_be).collect();
+    let mut w = [Word::constant(0); 64];
+    for (w, bits) in w.iter_mut().zip(block.chunks(32)) {
+        *w = Word::from_bits_be(bits);
+    }
     for i in 16..64 {
         let s0 = w[i - 15].rotr(7).xor(aux, &w[i - 15].rotr(18));
         let s0 = s0.xor(aux, &w[i - 15].shr(3));
         let s1 = w[i - 2].rotr(17).xor(aux, &w[i - 2].rotr(19));
         let s1 = s1.xor(aux, &w[i - 2].shr(10));
-        let next = Word::addmany(aux, &[w[i - 16], s0, w[i - 7], s1]);
-        w.push(next);
+        w[i] = Word::addmany(aux, &[w[i - 16], s0, w[i - 7], s1]);
     }
 
-    let mut a = Pending::Word(state[0]);
+    let mut a = Pending::of(&[state[0]]);
     let [_, mut b, mut c, mut d, _, mut f, mut g, mut h] = *state;
-    let mut e = Pending::Word(state[4]);
+    let mut e = Pending::of(&[state[4]]);
     for (i, wi) in w.iter().enumerate() {
-        let new_e = e.get(aux, &[]);
+        let new_e = e.get(aux, None);
         let s1 = new_e.rotr(6).xor(aux, &new_e.rotr(11));
         let s1 = s1.xor(aux, &new_e.rotr(25));
         let ch = Word::ch(aux, &new_e, &f, &g);
         let temp1 = [h, s1, ch, Word::constant(ROUND_CONSTANTS[i]), *wi];
 
-        let new_a = a.get(aux, &[]);
+        let new_a = a.get(aux, None);
         let s0 = new_a.rotr(2).xor(aux, &new_a.rotr(13));
         let s0 = s0.xor(aux, &new_a.rotr(22));
         let maj = Word::maj(aux, &new_a, &b, &c);
@@ -277,18 +291,18 @@ fn compress(aux: &mut Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
         h = g;
         g = f;
         f = new_e;
-        e = Pending::Sum(temp1.iter().copied().chain([d]).collect());
+        e = Pending::of(&[temp1[0], temp1[1], temp1[2], temp1[3], temp1[4], d]);
         d = c;
         c = b;
         b = new_a;
-        a = Pending::Sum(temp1.iter().copied().chain([s0, maj]).collect());
+        a = Pending::of(&[temp1[0], temp1[1], temp1[2], temp1[3], temp1[4], s0, maj]);
     }
 
-    let h0 = a.get(aux, &[state[0]]);
+    let h0 = a.get(aux, Some(state[0]));
     let h1 = Word::addmany(aux, &[state[1], b]);
     let h2 = Word::addmany(aux, &[state[2], c]);
     let h3 = Word::addmany(aux, &[state[3], d]);
-    let h4 = e.get(aux, &[state[4]]);
+    let h4 = e.get(aux, Some(state[4]));
     let h5 = Word::addmany(aux, &[state[5], f]);
     let h6 = Word::addmany(aux, &[state[6], g]);
     let h7 = Word::addmany(aux, &[state[7], h]);

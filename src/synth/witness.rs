@@ -94,11 +94,30 @@ impl ConstraintSystem<Fr> for Witness {
     }
 }
 
+impl Witness {
+    /// An empty witness but for the constant ONE input, as [`super::synthesize`] starts;
+    /// its aux values go to `buffer` (cleared: only its memory is reused).
+    pub fn starting_in(mut buffer: Vec<Fr>) -> Self {
+        buffer.clear();
+        Self {
+            inputs: vec![Fr::from(1u64)],
+            aux: buffer,
+        }
+    }
+}
+
 /// The witness of `circuit`, with the constant ONE input first as in [`super::synthesize`].
 pub fn witness<C: bellperson::Circuit<Fr>>(circuit: C) -> anyhow::Result<Witness> {
+    witness_in(circuit, Vec::new())
+}
+
+/// [`witness`], its aux values written into `buffer`'s memory.
+pub fn witness_in<C: bellperson::Circuit<Fr>>(
+    circuit: C,
+    buffer: Vec<Fr>,
+) -> anyhow::Result<Witness> {
     use anyhow::Context;
-    let mut cs = Witness::default();
-    cs.alloc_input(|| "one", || Ok(Fr::from(1u64)))?;
+    let mut cs = Witness::starting_in(buffer);
     circuit
         .synthesize(&mut cs)
         .context("witness generation failed")?;
