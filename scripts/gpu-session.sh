@@ -24,6 +24,12 @@
 #   scripts/gpu-session.sh full32-run # waits, then whole 32GiB proofs: the PCE recording
 #                                     # run, then cached runs with --overlap-synth off and
 #                                     # on, alternating ($FULL32_RUNS: "1 2")
+#   scripts/gpu-session.sh full32-plain  # waits, then the plain command as users type it
+#                                     # (--param-cache only: the recording is made by the
+#                                     # first run and kept beside the parameters), runs 1–3,
+#                                     # then --memory-budget 48GiB; each proof checked with
+#                                     # verify-seal; then 2KiB and 8MiB plain, first run and
+#                                     # $SMALL_RUNS (3) more each
 #   scripts/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
 #                                     # cores; BENCH_WITNESS=0 skips it), the recording
 #                                     # run, and cached runs with --native-label off and on,
@@ -133,7 +139,7 @@ supraseal) # supraseal-c2 on the same C1s: bench/supraseal/build.sh makes the ar
         done
     done
     ;;
-full32-gen|full32-wait|full32-run|full32-native)
+full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     # The largest local disk holds the parameters (47 GB) and the PCE recording (9 GB).
     D=$(df --output=avail,target / /tmp /root "$PWD" 2>/dev/null | tail -n +2 | sort -n | tail -1 | awk '{print $2}')
     D=${D%/}/cuzk32
@@ -144,7 +150,7 @@ full32-gen|full32-wait|full32-run|full32-native)
     if [ "$1" = full32-gen ]; then
         setsid nohup bash -c "'$B/cuzk-prove' gen-params --sector-size 32GiB --seed 1 -o '$D/p32'; echo rc=\$?" \
             > "$D/gen.log" 2>&1 < /dev/null &
-        run gen-c1 "$B/cuzk-prove" gen-c1 --sector-size 32GiB --seed 32 -o "$D/c1-32g.json"
+        run gen-c1 "$B/cuzk-prove" gen-c1 --sector-size 32GiB --seed ${FULL32_SEED:-32} -o "$D/c1-32g.json"
         exit 0
     fi
     UNTIL=${FULL32_UNTIL:-$(( $(date +%s) + 540 ))}
@@ -154,6 +160,31 @@ full32-gen|full32-wait|full32-run|full32-native)
     echo "gen-params 32GiB: $(tail -1 "$D/gen.log")" | tee -a "$OUT/summary.txt"
     [ "$1" = full32-run ] || [ "$1" = full32-native ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
+    if [ "$1" = full32-plain ]; then
+        # As a user types it: no --pce-cache; the recording goes beside the parameters.
+        P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" -o "$D/proof.bin" --timings)
+        V=("$B/cuzk-prove" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
+        rm -f "$D/p32/"*.pce
+        for i in ${FULL32_RUNS:-1 2 3}; do
+            run "full32-plain-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/plain-$i.json"
+            run "verify-plain-$i" "${V[@]}" "$D/proof.bin"
+            rm -f "$D/proof.bin"
+        done
+        run full32-budget48 "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --memory-budget 48GiB --json "$OUT/budget48.json"
+        run verify-budget48 "${V[@]}" "$D/proof.bin"
+        ls -la "$D/p32" >> "$OUT/summary.txt"
+        setup
+        for sz in 2kib 8mib; do
+            rm -f "$CUZK_TEST_PARAMS/"*.pce
+            for i in 0 $(seq 1 "${SMALL_RUNS:-3}"); do
+                run "plain-$sz-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
+                    --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
+                run "verify-$sz-$i" "$B/cuzk-prove" verify-seal --meta testdata/$sz/meta.json \
+                    --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+            done
+        done
+        exit 0
+    fi
     P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
     if [ "$1" = full32-native ]; then
         [ "${BENCH_WITNESS:-1}" = 1 ] &&

@@ -541,14 +541,11 @@ fn pce_eval(o: &Options, c1: &std::path::Path, rows: &mut Rows) -> Result<()> {
     use std::sync::Arc;
     let c1 = crate::input::c1::read_c1(c1)?;
     let circuits = crate::circuit::porep_circuits(&c1.registered_proof.as_v1_config(), c1.output)?;
-    let (pa, pce) = step("recording the first partition", || {
-        circuits.synthesize_recording(0)
-    })?;
+    let pce = step("recording the first partition", || circuits.record(0))?;
+    let w = step("its witness", || circuits.witness(0))?;
     let pce = Arc::new(step("tiling", || pce.tiled(o.pce_tiles))?);
-    let inputs = pa.input_assignment;
-    let aux: Vec<Fr> = step("tiling the witness", || {
-        Ok(pa.aux_assignment.repeat(o.pce_tiles))
-    })?;
+    let inputs = w.inputs;
+    let aux: Vec<Fr> = step("tiling the witness", || Ok(w.aux.repeat(o.pce_tiles)))?;
     let log = pce.constraints().next_power_of_two().trailing_zeros();
     eprintln!(
         "recording × {}: {} constraints (domain 2^{log}), {} aux, {:?} terms",

@@ -197,6 +197,72 @@ fn real_main(cli: Cli) -> Result<()> {
             )?;
             write_json(json.as_deref(), &report)
         }
+        Some(Command::Pce {
+            sector_size,
+            proof,
+            param_cache,
+            pce_cache,
+            force,
+            threads,
+        }) => {
+            let name = match (&proof, &sector_size) {
+                (Some(p), _) => p.clone(),
+                (None, Some(s)) => v1_1_proof(parse_sector_size(s)?).to_owned(),
+                (None, None) => anyhow::bail!("pce needs --sector-size SIZE or --proof NAME"),
+            };
+            let proof = parse_registered_proof(&name)?;
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads.unwrap_or(0))
+                .build()?;
+            let t0 = std::time::Instant::now();
+            let done = pool.install(|| {
+                pipeline::prepare_pce(proof, &param_cache, pce_cache.as_deref(), force, false)
+            })?;
+            match done {
+                Some(path) => eprintln!(
+                    "recorded the constraint system of {proof:?} in {} ({:.1} s)",
+                    path.display(),
+                    t0.elapsed().as_secs_f64()
+                ),
+                None => eprintln!(
+                    "the constraint system of {proof:?} is already recorded (--force records it \
+                     again)"
+                ),
+            }
+            Ok(())
+        }
+        Some(Command::VerifySeal {
+            meta,
+            proof,
+            param_cache,
+        }) => {
+            use testdata::seal::{unhex32, Meta};
+            let m: Meta = serde_json::from_slice(
+                &std::fs::read(&meta).with_context(|| format!("cannot read {}", meta.display()))?,
+            )?;
+            let bytes = std::fs::read(&proof)?;
+            // filecoin-proofs reads its settings once, from the environment.
+            std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &param_cache);
+            let t0 = std::time::Instant::now();
+            let ok = filecoin_proofs_api::seal::verify_seal(
+                parse_registered_proof(&m.registered_proof)?,
+                unhex32(&m.comm_r)?,
+                unhex32(&m.comm_d)?,
+                unhex32(&m.prover_id)?,
+                filecoin_proofs_api::SectorId::from(m.sector_num),
+                unhex32(&m.ticket)?,
+                unhex32(&m.seed)?,
+                &bytes,
+            )?;
+            anyhow::ensure!(ok, "verify_seal refuses {}", proof.display());
+            eprintln!(
+                "verify_seal accepts {} ({} bytes, {:.2} s)",
+                proof.display(),
+                bytes.len(),
+                t0.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
         Some(Command::Manpage) => {
             print!("{}", cuzk_prove::cli::manpage()?);
             Ok(())
@@ -224,12 +290,16 @@ fn v1_1_proof(sector_size: u64) -> &'static str {
 }
 
 fn prove(cfg: Config) -> Result<()> {
+    let memory = cuzk_prove::report::PeakMemory::start();
     let out = pipeline::run(&cfg)?;
+    let peaks = memory.finish();
     if cfg.timings {
         eprint!("{}", out.timings.table());
+        eprint!("{}", peaks.table());
     }
     if let Some(path) = &cfg.json {
         let mut report = out.report;
+        report["memory"] = serde_json::json!(peaks);
         report["timings_s"] = out.timings.to_json();
         let bytes = serde_json::to_vec_pretty(&report)?;
         output::write_atomic(path, &bytes)

@@ -312,32 +312,3 @@ fn partition_out_of_range() {
         "--partition 1 is out of range",
     );
 }
-
-/// A damaged `--pce-cache` file is refused clearly whether it is loaded before synthesis
-/// (`--overlap-synth off`) or beside the witness tasks (on).
-#[test]
-fn damaged_pce_cache_file() {
-    let cache = scratch("bad-pce");
-    let stem = params_file()
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    std::fs::write(cache.join(format!("{stem}.pce")), b"no recording here").unwrap();
-    for overlap in ["on", "off"] {
-        expect_error(
-            &format!("bad-pce-{overlap}"),
-            &fixture_c1(),
-            &[
-                OsStr::new("--pce-cache"),
-                cache.as_os_str(),
-                OsStr::new("--device"),
-                OsStr::new("cpu"),
-                OsStr::new("--overlap-synth"),
-                OsStr::new(overlap),
-                OsStr::new("--quiet"), // no TEST-ONLY notice beside the error
-            ],
-            "not a cuzk-prove PCE file",
-        );
-    }
-}

@@ -87,9 +87,9 @@ impl PartitionCircuits for Repeated {
     fn witness_join(&self, k: usize, parts: Vec<Witness>) -> Result<Witness> {
         self.porep.join_parts(&self.proofs(k), parts)
     }
-    fn synthesize_recording(&self, k: usize) -> Result<(ProvingAssignment, pce::Pce)> {
+    fn record_task(&self, k: usize, j: usize) -> Result<pce::Block> {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
-        pce::synthesize_recording(self.porep.circuit_of(&self.proofs(k))?)
+        self.porep.record_part(&self.proofs(k), j)
     }
     fn set_native_label(&mut self, on: bool) {
         self.porep.set_native_label(on)
@@ -152,46 +152,60 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     let (parts, _, _) = schedule(&c, &todo, Synthesis::Full(None), 3);
     same(&parts, "full, window 3");
 
-    // No recording yet: the first partition is recorded, the others wait for it.
+    // No recording yet: the first partition's circuit is recorded in blocks (its two
+    // witness tasks' circuits) ahead of the witness tasks, the partitions wait for it,
+    // and the caller is handed it once; it is the serial recording.
+    let kept = Mutex::new(Vec::new());
+    let keep = |p: std::sync::Arc<pce::Pce>| kept.lock().unwrap().push(p);
     let how = Synthesis::Pce {
         pce: PceSource::Record,
         defer: false,
+        keep: Some(&keep),
     };
     let (parts, _, done) = schedule(&c, &todo, how, 3);
     same(&parts, "PCE recording");
     let recorded = done.pce.expect("the first partition's recording");
-    assert_eq!(recorded.constraints(), alone[0].num_constraints());
-    assert!(done.loaded.is_none());
+    let (_, serial) = pce::synthesize_recording(c.porep.circuit_of(&c.proofs(0)).unwrap()).unwrap();
+    assert!(
+        *recorded == serial,
+        "the blocks joined are the serial recording"
+    );
+    assert!(done.loaded.is_none() && done.recorded.is_some());
+    let kept = kept.into_inner().unwrap();
+    assert!(kept.len() == 1 && std::sync::Arc::ptr_eq(&kept[0], &recorded));
 
     // From its file, loaded by one task while the others generate witness parts.
     let dir = scratch("overlap-pce");
     let file = dir.join("recorded.pce");
-    recorded.save(&file).unwrap();
+    recorded.save(&file, false).unwrap();
     let how = Synthesis::Pce {
         pce: PceSource::Load(file.clone()),
         defer: false,
+        keep: None,
     };
     let (parts, _, done) = schedule(&c, &todo, how, 3);
     same(&parts, "PCE loaded");
-    assert!(done.loaded.is_some());
+    assert!(done.loaded.is_some() && done.recorded.is_none());
     assert_eq!(done.pce.unwrap().nnz(), recorded.nnz());
-    // A file that is no recording: the loader's error ends the run.
+    // A file that is no recording is never used: the circuit is recorded instead.
     let junk = dir.join("junk.pce");
     std::fs::write(&junk, b"not a recording").unwrap();
     let how = Synthesis::Pce {
         pce: PceSource::Load(junk),
-        defer: true,
+        defer: false,
+        keep: None,
     };
-    let err = overlap_synth::run(&c, &todo, how, 3, &pool(), |_, _| Ok(()))
-        .err()
-        .expect("a junk recording");
-    assert!(format!("{err:#}").contains("PCE"), "{err:#}");
+    let (parts, _, done) = schedule(&c, &todo, how, 3);
+    same(&parts, "PCE file damaged, recorded anew");
+    assert!(done.loaded.is_none() && done.recorded.is_some());
+    assert!(*done.pce.unwrap() == serial);
     std::fs::remove_dir_all(&dir).unwrap();
 
     // From the recording: witnesses only, evaluated here or left to the backend.
     let how = Synthesis::Pce {
         pce: PceSource::Ready(recorded.clone()),
         defer: false,
+        keep: None,
     };
     let (parts, order, _) = schedule(&c, &todo, how, 2);
     same(&parts, "PCE cached");
@@ -199,6 +213,7 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     let how = Synthesis::Pce {
         pce: PceSource::Ready(recorded),
         defer: true,
+        keep: None,
     };
     let (parts, _, _) = schedule(&c, &[2, 0], how, 1);
     for (p, k) in parts.into_iter().zip([2, 0]) {
@@ -224,6 +239,7 @@ fn errors_stop_the_run_on_either_side() {
     let how = Synthesis::Pce {
         pce: PceSource::Ready(std::sync::Arc::new(pce)),
         defer: true,
+        keep: None,
     };
     let mut proved = Vec::new();
     let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |pos, _| {
@@ -251,6 +267,7 @@ fn errors_stop_the_run_on_either_side() {
     let how = Synthesis::Pce {
         pce: PceSource::Record,
         defer: true,
+        keep: None,
     };
     let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _| Ok(()));
     let msg = format!("{:#}", err.err().expect("the planted panic"));

@@ -1,6 +1,7 @@
 //! `--pce`: the recorded constraint system plus witness-only synthesis gives exactly the
 //! assignment of a full synthesis, survives a round trip through its cache file, refuses
-//! damaged or foreign recordings clearly, and proves end to end.
+//! damaged or foreign recordings clearly, is recorded in parallel blocks equal to the
+//! serial recording, and proves end to end.
 
 mod common;
 
@@ -10,7 +11,7 @@ use cuzk_prove::cli::{Config, Device};
 use cuzk_prove::input::c1::read_c1;
 use cuzk_prove::pipeline;
 use cuzk_prove::synth::{self, pce, witness};
-use filecoin_proofs::constants::{SectorShape2KiB, SectorShape8MiB};
+use filecoin_proofs::constants::{SectorShape2KiB, SectorShape32GiB, SectorShape8MiB};
 use filecoin_proofs::types::MerkleTreeTrait;
 
 fn porep<Tree: 'static + MerkleTreeTrait>(dir: &str) -> Porep<Tree> {
@@ -63,7 +64,7 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
     // Through the file and back.
     let dir = scratch("pce-file");
     let path = dir.join("2k.pce");
-    pce2k.save(&path).unwrap();
+    pce2k.save(&path, false).unwrap();
     let loaded = pce::Pce::load(&path).unwrap();
     assert!(loaded == pce2k, "the loaded recording differs");
 
@@ -135,11 +136,17 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
     let prove_on = |device| prove_with(device, true);
     let prove = || prove_on(Device::Cpu);
     let recorded = prove();
-    assert!(recorded.timings.get("save PCE").is_some());
+    assert!(recorded
+        .timings
+        .get("record PCE (beside synthesis)")
+        .is_some());
+    assert!(recorded.timings.get("save PCE (beside proving)").is_some());
+    assert_eq!(recorded.report["pce"]["source"], "recorded");
     let loaded = prove();
     // --overlap-synth (default) loads the file beside the witness tasks, off before them.
     assert!(loaded.timings.get("load PCE (beside synthesis)").is_some());
-    assert!(loaded.timings.get("save PCE").is_none());
+    assert!(loaded.timings.get("save PCE (beside proving)").is_none());
+    assert_eq!(loaded.report["pce"]["source"], "loaded");
     assert_eq!(recorded.proof, loaded.proof);
     assert!(verify_seal(&fixture_meta(), &loaded.proof));
     let serial = prove_with(Device::Cpu, false);
@@ -155,6 +162,47 @@ fn pce_cache_proves_and_filecoin_proofs_verifies() {
     }
     // The recorded system is about half a gigabyte: not left for the tests after this one.
     std::fs::remove_dir_all(&cache).unwrap();
+}
+
+/// The constraint system recorded in parallel blocks (the witness tasks' circuits) and
+/// joined is the serial recording of the whole circuit, bit for bit: the fixtures'
+/// challenges repeated into longer lists (3 and 5 challenges: 2 and 4 blocks), and the
+/// first three challenges of a generated 32GiB C1 (11 layers, octal trees: block 0 with
+/// challenges 0 and 1, block 1 with challenge 2 at its offsets).
+#[test]
+fn parallel_recording_equals_serial() {
+    fn check<Tree: 'static + MerkleTreeTrait>(
+        p: &Porep<Tree>,
+        proofs: &[storage_proofs_porep::stacked::Proof<
+            Tree,
+            filecoin_proofs::constants::DefaultPieceHasher,
+        >],
+        what: &str,
+    ) {
+        let (_, serial) = pce::synthesize_recording(p.circuit_of(proofs).unwrap()).unwrap();
+        let parallel = p.record_parallel(proofs).unwrap();
+        assert_eq!(parallel.nnz(), serial.nnz(), "{what}: terms");
+        assert!(parallel == serial, "{what}: parallel recording differs");
+    }
+    fn repeated<Tree: 'static + MerkleTreeTrait>(dir: &str) {
+        let p = porep::<Tree>(dir);
+        let v = p.vanilla(0);
+        for idx in [vec![0, 1, 0], vec![1, 0, 1, 1, 0], vec![0, 1]] {
+            let proofs: Vec<_> = idx.iter().map(|&i| v[i].clone()).collect();
+            check(&p, &proofs, &format!("{dir} {idx:?}"));
+        }
+    }
+    repeated::<SectorShape2KiB>("testdata/2kib");
+    repeated::<SectorShape8MiB>("testdata/8mib");
+    let g = cuzk_prove::testdata::gen_c1::generate(&cuzk_prove::testdata::gen_c1::Options {
+        proof: filecoin_proofs_api::RegisteredSealProof::StackedDrg32GiBV1_1,
+        miner_id: 1000,
+        sector_num: 1,
+        seed: [24; 32],
+    })
+    .unwrap();
+    let p = Porep::<SectorShape32GiB>::new(&g.c1.registered_proof.as_v1_config(), g.c1).unwrap();
+    check(&p, &p.vanilla(0)[..3], "32GiB, 3 challenges");
 }
 
 /// Challenges generated in parallel and joined give the witness of the whole circuit.

@@ -164,6 +164,20 @@ impl Srs {
         self.mmap.len()
     }
 
+    /// Drops the mapped pages from this process once their points live elsewhere (the
+    /// GPU's resident copy): they stay in the page cache, and a later read faults them in
+    /// again, but they no longer count in the process's resident memory (47 GB at 32GiB).
+    pub fn release_pages(&self) {
+        // SAFETY: the mapping is a read-only view of a file: MADV_DONTNEED discards only
+        // this process's page table entries, and later reads see the file's bytes again.
+        if let Err(e) = unsafe {
+            self.mmap
+                .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+        } {
+            log::debug!("madvise(DONTNEED) on the parameters: {e}");
+        }
+    }
+
     /// The raw bytes of the verifying key, as a `.vk` file holds them.
     pub fn vk_bytes(&self) -> &[u8] {
         &self.mmap[..self.h.offset - 4]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_hashers::poseidon::PoseidonHasher;
@@ -23,12 +23,16 @@ use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, assemble, cpu::Cpu, Backend, Randomness};
 use crate::report::Timings;
-use crate::synth::pce::Pce;
+use crate::synth::pce::{Pce, Saved};
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
+pub mod memory_budget;
 pub mod overlap_synth;
+pub mod pce_cache;
+
+use pce_cache::PceCache;
 
 /// What a run produced.
 pub struct Outcome {
@@ -39,8 +43,8 @@ pub struct Outcome {
     pub report: serde_json::Value,
 }
 
-/// `--overlap-synth`'s default window with `--pce` (`--max-circuits`): partitions being
-/// synthesized or waiting for the prover.
+/// `--overlap-synth`'s default window with `--pce` (`--max-circuits`; the memory planner
+/// may choose fewer): partitions being synthesized or waiting for the prover.
 pub const OVERLAP_WINDOW: usize = 3;
 
 fn log(cfg: &Config, msg: &str) {
@@ -234,6 +238,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         "sections": [srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
     });
 
+    let c1_bytes = c1.file_bytes as u64;
     let mut circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
         porep_circuits(&porep_config, c1.output)
     })?;
@@ -252,6 +257,40 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         return done(t, report);
     }
 
+    // --pce: where the recording is found or kept, and what this run holds in memory.
+    let cache = match cfg.pce {
+        true => pce_cache::locate(cfg.pce_cache.as_deref(), &params_path),
+        false => PceCache::default(),
+    };
+    for w in &cache.warnings {
+        log(cfg, w);
+    }
+    let found = cache.path.clone().filter(|_| cache.found);
+    // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
+    let defer = cfg.pce && backend.evaluates_pce();
+    let host_prover = backend.name() == "cpu";
+    let wanted = match (cfg.overlap_synth && cfg.pce, cfg.max_circuits) {
+        (_, Some(n)) => n,
+        // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy
+        // (their challenges are tasks for all cores; native witnesses outrun the GPU).
+        (true, None) => OVERLAP_WINDOW,
+        // Without --pce a partition is one single-threaded task: all at once if they fit.
+        (false, None) => todo.len(),
+    }
+    .min(todo.len());
+    let plan = plan_memory(
+        cfg,
+        &srs,
+        c1_bytes,
+        found.as_deref(),
+        defer && !host_prover,
+        host_prover,
+        wanted,
+    )?;
+    log::info!("memory plan: {plan:?}");
+    report["memory_plan"] = json!(plan);
+    let batch = plan.window;
+
     if cfg.stop_after != Some(Phase::Synth) {
         backend.prefetch(&srs)?;
     }
@@ -263,37 +302,13 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         Some(seed) => Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), todo.len()),
         None => Randomness::draw(&mut OsRng, todo.len()),
     };
-    // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy (their
-    // challenges are tasks for all cores); with native witnesses (~0.9 s a 32GiB
-    // partition on 16 cores against ~1.6 s of GPU work) all ten would otherwise be held at
-    // once (4.2 GB of aux each: 121 GB peak RSS on the 128 GB H200 host, docs/PERF.md
-    // session 20). Without --pce a partition is one single-threaded task: all at once.
-    let default_batch = if cfg.overlap_synth && cfg.pce {
-        OVERLAP_WINDOW
-    } else {
-        todo.len()
-    };
-    let batch = cfg.max_circuits.unwrap_or(default_batch).max(1);
     let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
     let mut shape = None;
     let mut witness = None;
-    // --pce: the recorded constraint system, from the cache file when there is one.
-    let pce_path = cfg.pce_cache.as_ref().map(|dir| {
-        let stem = params_path
-            .file_stem()
-            .unwrap_or_default()
-            .to_string_lossy();
-        dir.join(format!("{stem}.pce"))
-    });
-    let mut pce = None;
-    let cached = pce_path.as_ref().filter(|p| p.exists());
-    let mut pce_saved = cached.is_some();
-    // --overlap-synth loads the recording beside the first witness tasks.
-    if let (Some(path), false) = (cached, cfg.overlap_synth) {
-        pce = Some(Arc::new(t.time("load PCE", || Pce::load(path))?));
-    }
-    // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
-    let defer = cfg.pce && backend.evaluates_pce();
+    // A recording made in this run is saved on a thread of its own while the partitions
+    // are proved (9 GB at 32GiB); a found file that failed to load is replaced.
+    let saver = Saver::new(cache.path.clone(), cache.replace || cache.found);
+    let keep = |p: Arc<Pce>| saver.start(p);
     // The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
     let mut prove_parts =
         |pos: usize, mut parts: Vec<ProvingAssignment>, t: &mut Timings| -> Result<()> {
@@ -326,40 +341,34 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             proofs.extend(todo[pos..].iter().copied().zip(assembled));
             Ok(())
         };
-    // A recording made in this run goes to the cache (once the first batch is
-    // synthesized, or with --overlap-synth once every partition is proved).
-    let save_pce = |p: &Pce, t: &mut Timings| -> Result<()> {
-        let Some(path) = &pce_path else {
-            return Ok(());
-        };
-        t.time("save PCE", || p.save(path))?;
-        log(
-            cfg,
-            &format!("recorded the constraint system in {}", path.display()),
-        );
-        Ok(())
-    };
+    let mut pce = None;
+    let mut recorded = false;
     if cfg.overlap_synth {
         use overlap_synth::{PceSource, Synthesis};
-        let how = match (cfg.pce, cached) {
+        let how = match (cfg.pce, &found) {
             (false, _) => Synthesis::Full(hint),
             (true, Some(path)) => Synthesis::Pce {
                 pce: PceSource::Load(path.clone()),
                 defer,
+                keep: Some(&keep),
             },
             (true, None) => Synthesis::Pce {
                 pce: PceSource::Record,
                 defer,
+                keep: Some(&keep),
             },
         };
         // The rows first, though measured last: synthesis comes before proving.
-        let (load, synthesis, waited) = (
+        let (load, record, synthesis, waited) = (
             "load PCE (beside synthesis)",
+            "record PCE (beside synthesis)",
             "synthesis",
             "  proving waited for synthesis (overlapped)",
         );
-        if cached.is_some() {
+        if found.is_some() {
             t.add(load, Duration::ZERO);
+        } else if cfg.pce {
+            t.add(record, Duration::ZERO);
         }
         t.add(synthesis, Duration::ZERO);
         t.add(waited, Duration::ZERO);
@@ -371,11 +380,37 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         if let Some(d) = done.loaded {
             t.add(load, d);
         }
+        if let Some(d) = done.recorded {
+            t.add(record, d);
+            recorded = true;
+        }
         pce = done.pce;
     } else {
+        if let Some(path) = &found {
+            match t.time("load PCE", || Pce::load(path)) {
+                Ok(p) => pce = Some(Arc::new(p)),
+                Err(e) => log(
+                    cfg,
+                    &format!("warning: {e:#}: not used; the circuit is recorded anew"),
+                ),
+            }
+        }
         for (b, ks) in todo.chunks(batch).enumerate() {
             let parts = if cfg.pce {
-                pool.install(|| synthesize_pce(&*circuits, ks, &mut pce, defer, &mut t))?
+                if pce.is_none() {
+                    let p = t.time("record PCE", || pool.install(|| circuits.record(ks[0])))?;
+                    log::info!(
+                        "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+                        p.constraints(),
+                        p.nnz()
+                    );
+                    let p = Arc::new(p);
+                    keep(p.clone());
+                    pce = Some(p);
+                    recorded = true;
+                }
+                let p = pce.as_ref().expect("loaded or recorded above");
+                pool.install(|| synthesize_pce(&*circuits, ks, p, defer, &mut t))?
             } else {
                 t.time("synthesis", || {
                     pool.install(|| {
@@ -389,22 +424,16 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
                     })
                 })?
             };
-            if let (Some(p), false) = (&pce, pce_saved) {
-                save_pce(p, &mut t)?;
-                pce_saved = true;
-            }
             prove_parts(b * batch, parts, &mut t)?;
         }
-    }
-    if let (Some(p), false) = (&pce, pce_saved) {
-        save_pce(p, &mut t)?;
     }
     // Overlapped partitions are proved as they are complete: in partition order here.
     proofs.sort_by_key(|(k, _)| *k);
     report["circuit"] = json!(shape);
     if let Some(p) = &pce {
         report["pce"] = json!({
-            "path": pce_path,
+            "path": cache.path,
+            "source": if recorded { "recorded" } else { "loaded" },
             "terms": p.nnz(),
             "eval": if defer { "backend" } else { "cpu" },
         });
@@ -425,6 +454,23 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         t.time("write proof", || output::write_atomic(out, &bytes))?;
         report["output"] = json!({ "path": out, "bytes": bytes.len() });
     }
+    // The proof is written: the recording's save is waited for last, and its failure is
+    // a warning (later runs record it again).
+    if let Some(saved) = t.time("  waited for the PCE save", || saver.finish()) {
+        report["pce"]["saved"] = json!(saved.is_ok());
+        match saved {
+            Ok((Saved::Written, d)) => {
+                t.add("save PCE (beside proving)", d);
+                let path = cache.path.as_ref().expect("a saver has a path");
+                log(
+                    cfg,
+                    &format!("recorded the constraint system in {}", path.display()),
+                );
+            }
+            Ok((Saved::AlreadyThere, _)) => log::info!("another run saved the recording first"),
+            Err(e) => log(cfg, &format!("warning: {e:#}: the recording is not kept")),
+        }
+    }
     Ok(Outcome {
         proof: bytes,
         timings: t,
@@ -432,60 +478,168 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     })
 }
 
-/// `--pce`: partition circuits → assignments through the recorded constraint system.
-/// Without a recording yet, the first partition is synthesized in full and recorded while
-/// the others' witnesses are generated; then A·w, B·w, C·w for those, or (`defer`) not:
-/// the backend evaluates them on its device.
+/// `--pce`: partition circuits → assignments through the recorded constraint system:
+/// their witnesses, then A·w, B·w, C·w, or (`defer`) not: the backend evaluates them on
+/// its device.
 fn synthesize_pce(
     circuits: &dyn PartitionCircuits,
     ks: &[usize],
-    pce: &mut Option<Arc<Pce>>,
+    pce: &Arc<Pce>,
     defer: bool,
     t: &mut Timings,
 ) -> Result<Vec<ProvingAssignment>> {
     let ctx = |k: usize| move || format!("partition {k}");
-    let (first, todo) = match pce {
-        Some(_) => (None, ks),
-        None => (Some(ks[0]), &ks[1..]),
-    };
-    let phase = match first {
-        Some(_) => "synthesis: record + witnesses (PCE)",
-        None => "synthesis: witnesses (PCE)",
-    };
-    let (recorded, witnesses) = t.time(phase, || {
-        rayon::join(
-            || first.map(|k| circuits.synthesize_recording(k).with_context(ctx(k))),
-            || {
-                todo.par_iter()
-                    .map(|&k| circuits.witness(k).with_context(ctx(k)))
-                    .collect::<Result<Vec<_>>>()
-            },
-        )
-    });
-    let mut parts = Vec::with_capacity(ks.len());
-    if let Some(r) = recorded {
-        let (pa, p) = r?;
-        log::info!(
-            "recorded the constraint system: {} rows, {:?} terms in A, B, C",
-            p.constraints(),
-            p.nnz()
-        );
-        parts.push(pa);
-        *pce = Some(Arc::new(p));
-    }
-    let p = pce.as_ref().expect("recorded or loaded above");
-    let witnesses = witnesses?;
+    let witnesses = t.time("synthesis: witnesses (PCE)", || {
+        ks.par_iter()
+            .map(|&k| circuits.witness(k).with_context(ctx(k)))
+            .collect::<Result<Vec<_>>>()
+    })?;
     if defer {
-        for (w, &k) in witnesses.into_iter().zip(todo) {
-            parts.push(p.deferred(w).with_context(ctx(k))?);
-        }
-        return Ok(parts);
+        return witnesses
+            .into_iter()
+            .zip(ks)
+            .map(|(w, &k)| pce.deferred(w).with_context(ctx(k)))
+            .collect();
     }
     t.time("synthesis: A·w, B·w, C·w (PCE)", || {
-        for (w, &k) in witnesses.into_iter().zip(todo) {
-            parts.push(p.assignment(w).with_context(ctx(k))?);
+        witnesses
+            .into_iter()
+            .zip(ks)
+            .map(|(w, &k)| pce.assignment(w).with_context(ctx(k)))
+            .collect()
+    })
+}
+
+/// `--memory-budget`: the partitions in flight, from the parameters' counts and what this
+/// run holds (see [`memory_budget`]).
+fn plan_memory(
+    cfg: &Config,
+    srs: &Srs,
+    c1_bytes: u64,
+    found: Option<&std::path::Path>,
+    device_eval: bool,
+    host_prover: bool,
+    wanted: usize,
+) -> Result<memory_budget::Plan> {
+    use memory_budget::{Need, Pce as Mode};
+    let domain = srs.domain_size() as u64;
+    let pce = match (cfg.pce, found) {
+        (false, _) => Mode::Off,
+        (true, found) => Mode::On {
+            bytes: found
+                .and_then(|p| std::fs::metadata(p).ok())
+                .map_or(Need::estimated_recording(domain), |m| m.len()),
+            recording: found.is_none(),
+            host_eval: !device_eval,
+        },
+    };
+    let need = Need {
+        domain,
+        aux: srs.l.count as u64,
+        pce,
+        host_prover,
+        c1_bytes,
+    };
+    let (budget, source) = memory_budget::available(cfg.memory_budget);
+    memory_budget::plan(&need, budget, source, wanted)
+}
+
+/// Saves a recording made in this run on a thread of its own; waited for at the end (or
+/// when dropped: a save is never cut short by the process's exit).
+struct Saver {
+    path: Option<PathBuf>,
+    replace: bool,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(Saved, Duration)>>>>,
+}
+
+impl Saver {
+    fn new(path: Option<PathBuf>, replace: bool) -> Self {
+        Self {
+            path,
+            replace,
+            thread: Default::default(),
         }
-        Ok::<_, anyhow::Error>(())
-    })?;
-    Ok(parts)
+    }
+
+    /// Starts saving `p` (once; nothing without a place to keep it).
+    fn start(&self, p: Arc<Pce>) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        let mut slot = self.thread.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return;
+        }
+        let replace = self.replace;
+        let spawned = std::thread::Builder::new()
+            .name("pce-save".into())
+            .spawn(move || {
+                let t0 = std::time::Instant::now();
+                p.save(&path, replace).map(|s| (s, t0.elapsed()))
+            });
+        match spawned {
+            Ok(h) => *slot = Some(h),
+            Err(e) => log::warn!("cannot start the recording's save: {e}"),
+        }
+    }
+
+    /// The save's outcome, once it is done; None when nothing was saved.
+    fn finish(&self) -> Option<Result<(Saved, Duration)>> {
+        let h = self
+            .thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()?;
+        Some(
+            h.join()
+                .unwrap_or_else(|_| Err(anyhow!("the recording's save panicked"))),
+        )
+    }
+}
+
+impl Drop for Saver {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+/// `cuzk-prove pce`: records the constraint system of `proof`'s circuit where proving
+/// runs look for it (from a generated C1 of that sector size: the constraint system does
+/// not depend on the sector's data). Returns the file, or None when an intact one was
+/// there already (and `force` is off).
+pub fn prepare_pce(
+    proof: RegisteredSealProof,
+    param_cache: &std::path::Path,
+    pce_dir: Option<&std::path::Path>,
+    force: bool,
+    quiet: bool,
+) -> Result<Option<PathBuf>> {
+    let params = cache_paths(proof, param_cache)?.params;
+    let cache = pce_cache::locate(pce_dir, &params);
+    for w in cache.warnings.iter().filter(|_| !quiet) {
+        eprintln!("{w}");
+    }
+    let path = cache
+        .path
+        .clone()
+        .context("no writable place for the recording (see the warning above)")?;
+    if cache.found && !force {
+        return Ok(None);
+    }
+    let g = testdata::gen_c1::generate(&testdata::gen_c1::Options {
+        proof,
+        miner_id: 1000,
+        sector_num: 1,
+        seed: [0x9c; 32],
+    })
+    .context("cannot make a circuit to record")?;
+    let circuits = porep_circuits(&proof.as_v1_config(), g.c1)?;
+    let pce = circuits.record(0)?;
+    log::info!(
+        "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+        pce.constraints(),
+        pce.nnz()
+    );
+    pce.save(&path, cache.replace || cache.found)?;
+    Ok(Some(path))
 }

@@ -12,8 +12,10 @@
 //!
 //! The PCE recording need not be there at the start: read from its cache file (seconds
 //! at 32GiB) it is loaded by one task while the others generate witness parts; without a
-//! cache file, the first partition is synthesized in full and recorded (one long task).
-//! A partition whose parts are done before the recording waits for it, holding no thread.
+//! cache file (or when the file fails to load), the first partition's circuit is recorded
+//! in blocks, one task per challenge block ahead of every witness task, and joined by the
+//! last block's task. A partition whose parts are done before the recording waits for it,
+//! holding no thread.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -24,25 +26,33 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use crate::circuit::PartitionCircuits;
-use crate::synth::pce::Pce;
+use crate::synth::pce::{join_blocks, Block, Pce};
 use crate::synth::witness::Witness;
 use crate::synth::{ProvingAssignment, SizeHint};
 
 /// How partitions are synthesized.
-pub enum Synthesis {
+pub enum Synthesis<'a> {
     /// A full synthesis per partition.
     Full(Option<SizeHint>),
     /// Witnesses through a pre-compiled constraint system; `defer` leaves A·w, B·w, C·w
-    /// to the backend.
-    Pce { pce: PceSource, defer: bool },
+    /// to the backend; `keep` is handed a recording made here as soon as it is joined
+    /// (the caller saves it while the partitions are proved).
+    Pce {
+        pce: PceSource,
+        defer: bool,
+        keep: Option<Keep<'a>>,
+    },
 }
+
+/// What the caller does with a recording made during the run.
+pub type Keep<'a> = &'a (dyn Fn(Arc<Pce>) + Sync);
 
 /// Where the recording comes from.
 pub enum PceSource {
     Ready(Arc<Pce>),
-    /// Its cache file, loaded during synthesis.
+    /// Its cache file, loaded during synthesis (recorded instead if it fails to load).
     Load(PathBuf),
-    /// The first partition's full synthesis.
+    /// Recorded from the first partition's circuit, in parallel blocks.
     Record,
 }
 
@@ -56,12 +66,16 @@ pub struct Overlapped {
     pub pce: Option<Arc<Pce>>,
     /// How long loading it took (`PceSource::Load`), beside the witness tasks.
     pub loaded: Option<Duration>,
+    /// How long recording it took, from the start (`PceSource::Record`, or a file that
+    /// failed to load): the caller keeps a recording made here.
+    pub recorded: Option<Duration>,
 }
 
 #[derive(Clone, Copy)]
 enum Task {
     Full,
-    Record,
+    /// Block `j` of the recording.
+    Record(usize),
     Load,
     Part(usize),
 }
@@ -91,6 +105,11 @@ struct Shared<'a> {
     abort: AtomicBool,
     load: Option<PathBuf>,
     loaded: Mutex<Option<Duration>>,
+    /// The recording's blocks as they arrive, and how many are still to come.
+    blocks: Mutex<(Vec<Option<Block>>, usize)>,
+    recorded: Mutex<Option<Duration>>,
+    keep: Option<Keep<'a>>,
+    t0: Instant,
     tx: Mutex<Option<mpsc::Sender<Done>>>,
 }
 
@@ -180,6 +199,16 @@ impl Shared<'_> {
         }
     }
 
+    /// Queues the recording's blocks (of the first partition's circuit).
+    fn record<'s>(&'s self, scope: &rayon::ScopeFifo<'s>) {
+        let n = self.circuits.witness_tasks(self.todo[0]);
+        *self.blocks.lock().unwrap_or_else(|e| e.into_inner()) =
+            ((0..n).map(|_| None).collect(), n);
+        for j in 0..n {
+            scope.spawn_fifo(move |scope| self.run(0, Task::Record(j), scope));
+        }
+    }
+
     fn run<'s>(&'s self, pos: usize, task: Task, scope: &rayon::ScopeFifo<'s>) {
         self.guarded(pos, || self.task(pos, task, scope))
     }
@@ -188,19 +217,38 @@ impl Shared<'_> {
         let k = self.todo[pos];
         match task {
             Task::Full => self.send(pos, self.circuits.synthesize(k, self.hint)),
-            Task::Record => {
-                let r = self.circuits.synthesize_recording(k);
-                let (pa, pce) = match r {
-                    Ok(x) => x,
-                    Err(e) => return self.send(pos, Err(e)),
+            Task::Record(j) => {
+                let block = match self.circuits.record_task(k, j) {
+                    Ok(b) => b,
+                    Err(e) => return self.send(pos, Err(e.context("recording the circuit"))),
                 };
-                log::info!(
-                    "recorded the constraint system: {} rows, {:?} terms in A, B, C",
-                    pce.constraints(),
-                    pce.nnz()
-                );
-                self.send(pos, Ok(pa));
-                self.publish(Arc::new(pce), scope);
+                let blocks = {
+                    let mut b = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+                    b.0[j] = Some(block);
+                    b.1 -= 1;
+                    if b.1 > 0 {
+                        return;
+                    }
+                    std::mem::take(&mut b.0)
+                };
+                let blocks = blocks.into_iter().map(|b| b.expect("every block is in"));
+                match join_blocks(blocks.collect()) {
+                    Ok(pce) => {
+                        log::info!(
+                            "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+                            pce.constraints(),
+                            pce.nnz()
+                        );
+                        *self.recorded.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(self.t0.elapsed());
+                        let pce = Arc::new(pce);
+                        if let Some(keep) = self.keep {
+                            keep(pce.clone());
+                        }
+                        self.publish(pce, scope);
+                    }
+                    Err(e) => self.send(pos, Err(e.context("recording the circuit"))),
+                }
             }
             Task::Load => {
                 let path = self.load.as_ref().expect("a load task has a path");
@@ -210,7 +258,11 @@ impl Shared<'_> {
                         *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(t0.elapsed());
                         self.publish(Arc::new(pce), scope);
                     }
-                    Err(e) => self.deliver(pos, Err(e)),
+                    // Never used: recorded anew, and the caller replaces the file.
+                    Err(e) => {
+                        log::warn!("{e:#}; recording the circuit anew");
+                        self.record(scope);
+                    }
                 }
             }
             Task::Part(j) => {
@@ -248,7 +300,7 @@ impl Shared<'_> {
 pub fn run(
     circuits: &dyn PartitionCircuits,
     todo: &[usize],
-    synthesis: Synthesis,
+    synthesis: Synthesis<'_>,
     window: usize,
     pool: &rayon::ThreadPool,
     mut prove: impl FnMut(usize, ProvingAssignment) -> Result<()>,
@@ -257,12 +309,13 @@ pub fn run(
     let window = window.max(1);
     let mut tasks: VecDeque<(usize, Task)> = VecDeque::new();
     let mut slots = Vec::with_capacity(todo.len());
-    let (hint, pce, defer, load) = match synthesis {
+    let mut blocks = (Vec::new(), 0);
+    let (hint, pce, defer, load, keep) = match synthesis {
         Synthesis::Full(hint) => {
             tasks.extend((0..todo.len()).map(|pos| (pos, Task::Full)));
-            (hint, None, false, None)
+            (hint, None, false, None, None)
         }
-        Synthesis::Pce { pce, defer } => {
+        Synthesis::Pce { pce, defer, keep } => {
             let (pce, load) = match pce {
                 PceSource::Ready(p) => (Some(p), None),
                 PceSource::Load(path) => {
@@ -271,16 +324,16 @@ pub fn run(
                 }
                 PceSource::Record => (None, None),
             };
-            let record = pce.is_none() && load.is_none();
-            for (pos, &k) in todo.iter().enumerate() {
-                if pos == 0 && record {
-                    tasks.push_back((pos, Task::Record));
-                } else {
-                    let n = circuits.witness_tasks(k);
-                    tasks.extend((0..n).map(|j| (pos, Task::Part(j))));
-                }
+            if pce.is_none() && load.is_none() {
+                let n = circuits.witness_tasks(todo[0]);
+                tasks.extend((0..n).map(|j| (0, Task::Record(j))));
+                blocks = ((0..n).map(|_| None).collect(), n);
             }
-            (None, pce, defer, load)
+            for (pos, &k) in todo.iter().enumerate() {
+                let n = circuits.witness_tasks(k);
+                tasks.extend((0..n).map(|j| (pos, Task::Part(j))));
+            }
+            (None, pce, defer, load, keep)
         }
     };
     for &k in todo {
@@ -304,6 +357,10 @@ pub fn run(
         abort: AtomicBool::new(false),
         load,
         loaded: Mutex::new(None),
+        blocks: Mutex::new(blocks),
+        recorded: Mutex::new(None),
+        keep,
+        t0,
         tx: Mutex::new(Some(tx)),
     };
     let shared = &shared;
@@ -362,6 +419,7 @@ pub fn run(
             waited,
             pce: shared.pce.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             loaded: *shared.loaded.lock().unwrap_or_else(|e| e.into_inner()),
+            recorded: *shared.recorded.lock().unwrap_or_else(|e| e.into_inner()),
         })
     })
 }

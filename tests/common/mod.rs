@@ -89,7 +89,8 @@ pub fn ensure_params(sector_size: &str, proof: &str) -> &'static Path {
     dir
 }
 
-/// Removes the TEST-ONLY parameters of `proof` from [`param_cache`] when
+/// Removes the TEST-ONLY parameters of `proof` (and the recording beside them) from
+/// [`param_cache`] when
 /// `$CUZK_TEST_PRUNE_PARAMS` is set (`.ci/run` sets it): the 8MiB and 512MiB sets are
 /// 1.1 and 2.1 GB, used by one test each there, and CI's disk is at times nearly full.
 /// Never the 2KiB set, which most tests share.
@@ -99,7 +100,8 @@ pub fn prune_params(proof: &str) {
     }
     let registered = cuzk_prove::input::c1::parse_registered_proof(proof).unwrap();
     let p = cuzk_prove::input::srs::cache_paths(registered, param_cache()).unwrap();
-    for f in [p.params, p.vk, p.meta] {
+    let pce = p.params.with_extension("pce"); // the recording a plain run keeps beside
+    for f in [p.params, p.vk, p.meta, pce] {
         let _ = std::fs::remove_file(f);
     }
 }

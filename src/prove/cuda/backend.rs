@@ -274,6 +274,7 @@ impl Resident {
         }
         let t1 = Instant::now();
         let resident = Some(Self::load(srs, pin, g2)?);
+        srs.release_pages();
         Ok(Prefetched {
             resident,
             context,

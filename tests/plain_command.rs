@@ -1,0 +1,268 @@
+//! The plain command is the fast path: `cuzk-prove --c1 c1.json -o proof.bin` records the
+//! constraint system on its first run and keeps it beside the parameters (or where
+//! `--pce-cache` says), later runs load it; a place that cannot be written, a damaged
+//! file or two runs at once never cost the proof; a memory budget too small for one
+//! partition fails before any work; `cuzk-prove pce` records ahead the same file a
+//! proving run would.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// A parameter directory of its own holding the 2KiB TEST-ONLY parameters (links).
+fn param_dir(name: &str) -> PathBuf {
+    let dir = scratch(name).join("params");
+    std::fs::create_dir_all(&dir).unwrap();
+    let params = params_file();
+    for ext in ["params", "vk", "meta"] {
+        let f = params.with_extension(ext);
+        std::os::unix::fs::symlink(&f, dir.join(f.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// The recording's file in `dir`.
+fn recording(dir: &Path) -> PathBuf {
+    dir.join(params_file().with_extension("pce").file_name().unwrap())
+}
+
+/// The plain command on the fixture, with `extra` flags; `XDG_CACHE_HOME` points into
+/// the test's scratch space so that no run touches the user's cache.
+fn plain(dir: &Path, out: &Path, extra: &[&OsStr]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--c1")
+        .arg(fixture_c1())
+        .arg("-o")
+        .arg(out)
+        .arg("--param-cache")
+        .arg(dir)
+        .args(extra)
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .env("XDG_CACHE_HOME", dir.parent().unwrap().join("xdg"));
+    c
+}
+
+fn ok(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    err
+}
+
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Files in `dir` a save could have left behind.
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+#[test]
+fn the_first_run_records_beside_the_parameters_and_later_runs_load_it() {
+    let dir = param_dir("plain-default");
+    let base = dir.parent().unwrap().to_path_buf();
+    let (out, json) = (base.join("proof.bin"), base.join("run.json"));
+    let o = plain(&dir, &out, &[OsStr::new("--json"), json.as_os_str()])
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("recorded the constraint system in"), "{err}");
+    let r = report(&json);
+    assert_eq!(r["pce"]["source"], "recorded");
+    assert_eq!(r["pce"]["saved"], true);
+    assert_eq!(r["pce"]["path"], recording(&dir).to_str().unwrap());
+    assert!(Pce::probe(&recording(&dir)).is_ok());
+    assert!(
+        !base.join("xdg").exists(),
+        "the user's cache was not needed"
+    );
+    let first = std::fs::read(&out).unwrap();
+    assert!(verify_seal(&fixture_meta(), &first));
+    // Peak memory and the planner's choice are reported.
+    assert!(r["memory"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    assert!(r["memory"]["peak_anon_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(r["memory_plan"]["window"], 1);
+
+    let o = plain(
+        &dir,
+        &out,
+        &[
+            OsStr::new("--json"),
+            json.as_os_str(),
+            OsStr::new("--timings"),
+        ],
+    )
+    .output()
+    .unwrap();
+    let err = ok(&o);
+    assert!(err.contains("peak anonymous memory"), "{err}");
+    assert_eq!(report(&json)["pce"]["source"], "loaded");
+    assert!(verify_seal(&fixture_meta(), &std::fs::read(&out).unwrap()));
+    assert!(temporaries(&dir).is_empty());
+}
+
+#[test]
+fn a_place_that_cannot_be_written_costs_only_the_recording() {
+    let dir = param_dir("plain-unwritable");
+    let out = dir.parent().unwrap().join("proof.bin");
+    // A directory under a regular file cannot be made, even by root.
+    let o = plain(
+        &dir,
+        &out,
+        &[OsStr::new("--pce-cache"), OsStr::new("/dev/null/cuzk")],
+    )
+    .output()
+    .unwrap();
+    let err = ok(&o);
+    assert!(
+        err.contains("warning: the recorded constraint system will not be kept")
+            && err.contains("cannot create /dev/null/cuzk"),
+        "{err}"
+    );
+    assert!(verify_seal(&fixture_meta(), &std::fs::read(&out).unwrap()));
+    assert!(!recording(&dir).exists());
+}
+
+#[test]
+fn two_runs_at_once_on_an_empty_cache_both_prove_and_leave_one_recording() {
+    let dir = param_dir("plain-concurrent");
+    let base = dir.parent().unwrap().to_path_buf();
+    let outs = [base.join("a.bin"), base.join("b.bin")];
+    let children: Vec<_> = outs
+        .iter()
+        .map(|o| plain(&dir, o, &[OsStr::new("--quiet")]).spawn().unwrap())
+        .collect();
+    for c in children {
+        ok(&c.wait_with_output().unwrap());
+    }
+    for o in &outs {
+        assert!(verify_seal(&fixture_meta(), &std::fs::read(o).unwrap()));
+    }
+    let pce: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".pce"))
+        .collect();
+    assert_eq!(pce.len(), 1, "{pce:?}");
+    assert!(temporaries(&dir).is_empty(), "{:?}", temporaries(&dir));
+    Pce::load(&recording(&dir)).unwrap();
+}
+
+#[test]
+fn a_recording_cut_short_is_never_used_and_is_replaced() {
+    let dir = param_dir("plain-cut");
+    let out = dir.parent().unwrap().join("proof.bin");
+    ok(&plain(&dir, &out, &[OsStr::new("--quiet")])
+        .output()
+        .unwrap());
+    let good = std::fs::read(recording(&dir)).unwrap();
+    // Cut short mid-write (what a reader never sees from a save, but a disk may give).
+    std::fs::write(recording(&dir), &good[..good.len() / 2]).unwrap();
+    for overlap in ["on", "off"] {
+        let o = plain(
+            &dir,
+            &out,
+            &[OsStr::new("--overlap-synth"), OsStr::new(overlap)],
+        )
+        .output()
+        .unwrap();
+        let err = ok(&o);
+        if overlap == "on" {
+            assert!(
+                err.contains("not used; the circuit is recorded anew"),
+                "{err}"
+            );
+        }
+        assert!(verify_seal(&fixture_meta(), &std::fs::read(&out).unwrap()));
+        assert!(
+            std::fs::read(recording(&dir)).unwrap() == good,
+            "replaced by a good one"
+        );
+        if overlap == "on" {
+            // The arrays damaged behind an intact frame (C's last coefficient indices out
+            // of range): loaded, refused, recorded anew.
+            let mut bad = good.clone();
+            let n = bad.len();
+            bad[n - 8..].copy_from_slice(&[0xff; 8]);
+            std::fs::write(recording(&dir), &bad).unwrap();
+        }
+    }
+    assert!(std::fs::read(recording(&dir)).unwrap() == good);
+}
+
+#[test]
+fn a_budget_too_small_for_one_partition_fails_before_any_work() {
+    let dir = param_dir("plain-budget");
+    let out = dir.parent().unwrap().join("proof.bin");
+    let o = plain(
+        &dir,
+        &out,
+        &[OsStr::new("--memory-budget"), OsStr::new("64MiB")],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<_> = err
+        .lines()
+        .filter(|l| !l.starts_with("notice:") && !l.starts_with("  "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("cannot hold one partition"), "{err}");
+    assert!(!out.exists() && !recording(&dir).exists());
+    let o = plain(
+        &dir,
+        &out,
+        &[OsStr::new("--memory-budget"), OsStr::new("lots")],
+    )
+    .output()
+    .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--memory-budget must be auto or a size"));
+}
+
+#[test]
+fn the_pce_subcommand_records_ahead_what_a_run_would() {
+    let ahead = param_dir("plain-ahead");
+    let o = Command::new(BIN)
+        .args(["pce", "--sector-size", "2KiB", "--param-cache"])
+        .arg(&ahead)
+        .env("XDG_CACHE_HOME", ahead.parent().unwrap().join("xdg"))
+        .output()
+        .unwrap();
+    let err = ok(&o);
+    assert!(
+        err.contains("recorded the constraint system of StackedDrg2KiBV1_1"),
+        "{err}"
+    );
+    // Again: already there.
+    let o = Command::new(BIN)
+        .args(["pce", "--sector-size", "2KiB", "--param-cache"])
+        .arg(&ahead)
+        .output()
+        .unwrap();
+    assert!(ok(&o).contains("already recorded"));
+    // The same bytes a proving run records (from the real sector's C1), and a run loads it.
+    let dir = param_dir("plain-ahead-run");
+    let out = dir.parent().unwrap().join("proof.bin");
+    ok(&plain(&dir, &out, &[OsStr::new("--quiet")])
+        .output()
+        .unwrap());
+    assert!(std::fs::read(recording(&dir)).unwrap() == std::fs::read(recording(&ahead)).unwrap());
+    let json = ahead.parent().unwrap().join("run.json");
+    ok(
+        &plain(&ahead, &out, &[OsStr::new("--json"), json.as_os_str()])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(report(&json)["pce"]["source"], "loaded");
+}
+
+use cuzk_prove::synth::pce::Pce;
