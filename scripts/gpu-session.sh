@@ -70,8 +70,10 @@ setup() {
     export CUZK_TEST_PARAMS=$PWD/target/test-params
     mkdir -p "$CUZK_TEST_PARAMS"
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
-    for s in 2KiB 8MiB; do
-        "$B/cuzk-prove" gen-params --sector-size $s --seed 0 -o "$CUZK_TEST_PARAMS" >> "$OUT/gen-params.log" 2>&1
+    for s in 2KiB 8MiB; do  # once a machine
+        [ -e "$CUZK_TEST_PARAMS/.made-$s" ] && continue
+        "$B/cuzk-prove" gen-params --sector-size $s --seed 0 -o "$CUZK_TEST_PARAMS" >> "$OUT/gen-params.log" 2>&1 &&
+            touch "$CUZK_TEST_PARAMS/.made-$s"
     done
 }
 

@@ -228,7 +228,7 @@ pub fn parse_budget(s: &str) -> Result<Option<u64>> {
         _ => return Err(bad()),
     };
     let bytes = n * (1u64 << shift) as f64;
-    if !(bytes >= 1.0 && bytes < 1e19) {
+    if !(1.0..1e19).contains(&bytes) {
         return Err(bad());
     }
     Ok(Some(bytes as u64))

@@ -268,7 +268,13 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let found = cache.path.clone().filter(|_| cache.found);
     // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
     let defer = cfg.pce && backend.evaluates_pce();
-    let host_prover = backend.name() == "cpu";
+    // Without waiting for the GPU probe (it overlaps synthesis): a CUDA build under
+    // --device auto proves on the GPU wherever the driver's device node exists.
+    let host_prover = match cfg.device {
+        Device::Cpu => true,
+        Device::Cuda => false,
+        Device::Auto => !prove::cuda::built() || !std::path::Path::new("/dev/nvidiactl").exists(),
+    };
     let wanted = match (cfg.overlap_synth && cfg.pce, cfg.max_circuits) {
         (_, Some(n)) => n,
         // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy
@@ -456,7 +462,11 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     // The proof is written: the recording's save is waited for last, and its failure is
     // a warning (later runs record it again).
-    if let Some(saved) = t.time("  waited for the PCE save", || saver.finish()) {
+    let saved = saver
+        .saving()
+        .then(|| t.time("  waited for the PCE save", || saver.finish()))
+        .flatten();
+    if let Some(saved) = saved {
         report["pce"]["saved"] = json!(saved.is_ok());
         match saved {
             Ok((Saved::Written, d)) => {
@@ -544,12 +554,15 @@ fn plan_memory(
     memory_budget::plan(&need, budget, source, wanted)
 }
 
+/// What a recording's save did, and how long it took.
+type SaveOutcome = Result<(Saved, Duration)>;
+
 /// Saves a recording made in this run on a thread of its own; waited for at the end (or
 /// when dropped: a save is never cut short by the process's exit).
 struct Saver {
     path: Option<PathBuf>,
     replace: bool,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Result<(Saved, Duration)>>>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<SaveOutcome>>>,
 }
 
 impl Saver {
@@ -583,8 +596,13 @@ impl Saver {
         }
     }
 
+    /// Whether a save was started and not yet waited for.
+    fn saving(&self) -> bool {
+        self.thread.lock().is_ok_and(|t| t.is_some())
+    }
+
     /// The save's outcome, once it is done; None when nothing was saved.
-    fn finish(&self) -> Option<Result<(Saved, Duration)>> {
+    fn finish(&self) -> Option<SaveOutcome> {
         let h = self
             .thread
             .lock()
