@@ -160,7 +160,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     cp "$D/gen.log" "$OUT/gen-params-32g.log"
     if ! gen_done; then echo "gen-params 32GiB: still running" | tee -a "$OUT/summary.txt"; exit 0; fi
     echo "gen-params 32GiB: $(tail -1 "$D/gen.log")" | tee -a "$OUT/summary.txt"
-    [ "$1" = full32-run ] || [ "$1" = full32-native ] || exit 0
+    [ "$1" = full32-run ] || [ "$1" = full32-native ] || [ "$1" = full32-plain ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
     if [ "$1" = full32-plain ]; then
         # As a user types it: no --pce-cache; the recording goes beside the parameters.

@@ -75,8 +75,8 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             "{size}: GPU proof without the split MSM and GPU decoding, B in G2 on the CPU, differs"
         );
         // --pce from a cache file, A·w, B·w, C·w on the GPU (--pce-eval gpu) and on the
-        // host: the same proof. The first run records (its one partition is synthesized
-        // in full), the others read the recording.
+        // host: the same proof. The first run records (in parallel blocks) and saves the
+        // recording, the others read it.
         let cache = scratch(&format!("pce-gpu-{size}"));
         let pce = |eval| {
             prove_with(&c1, Device::Cuda, 7, |c| {
@@ -86,7 +86,8 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             })
         };
         let recorded = pce(PceEval::Gpu);
-        assert!(recorded.timings.get("save PCE").is_some());
+        assert!(recorded.timings.get("save PCE (beside proving)").is_some());
+        assert_eq!(recorded.report["pce"]["source"], "recorded");
         let on_gpu = pce(PceEval::Gpu);
         eprintln!("{size} GPU, --pce-eval gpu:\n{}", on_gpu.timings.table());
         assert!(on_gpu

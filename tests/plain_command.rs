@@ -80,6 +80,12 @@ fn the_first_run_records_beside_the_parameters_and_later_runs_load_it() {
     assert_eq!(r["pce"]["saved"], true);
     assert_eq!(r["pce"]["path"], recording(&dir).to_str().unwrap());
     assert!(Pce::probe(&recording(&dir)).is_ok());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(recording(&dir))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "readable by all, like the parameters");
     assert!(
         !base.join("xdg").exists(),
         "the user's cache was not needed"

@@ -35,6 +35,11 @@ impl Pce {
             let mut f = BufWriter::with_capacity(1 << 22, tmp);
             self.write_to(&mut f)?;
             let tmp = f.into_inner().map_err(|e| e.into_error())?;
+            // Readable by every user, as the parameters beside it are (the temporary file
+            // is created private).
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
             tmp.as_file().sync_all()?;
             let saved = if replace {
                 tmp.persist(path).map_err(|e| e.error)?;
