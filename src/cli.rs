@@ -315,12 +315,13 @@ pub enum Phase {
 pub struct ProveArgs {
     /// C1 output: lotus-bench wrapper {"SectorNum","Phase1Out","SectorSize"} or raw
     /// SealCommitPhase1Output JSON.
-    #[arg(long, value_name = "FILE", required = true)]
+    #[arg(help_heading = "Input", long, value_name = "FILE", required = true)]
     pub c1: Option<PathBuf>,
 
     /// Where to write the proof (192 bytes per partition); written atomically, only after
     /// the proof verifies.
     #[arg(
+        help_heading = "Output",
         short,
         long,
         value_name = "FILE",
@@ -329,11 +330,12 @@ pub struct ProveArgs {
     pub output: Option<PathBuf>,
 
     /// The Groth16 parameters file (.params); overrides --param-cache.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Input", long, value_name = "FILE")]
     pub params: Option<PathBuf>,
 
     /// Directory holding v28-stacked-proof-of-replication-…-<hash>.params and .vk.
     #[arg(
+        help_heading = "Input",
         long,
         value_name = "DIR",
         env = "FIL_PROOFS_PARAMETER_CACHE",
@@ -343,43 +345,48 @@ pub struct ProveArgs {
 
     /// If the parameters are missing from --param-cache, generate TEST-ONLY parameters
     /// there first (minutes; proofs made with them are worthless on chain).
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     pub gen_test_params: bool,
 
     /// Miner actor id: with --sector-num, check that the C1's replica_id derives from them.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Input", long, value_name = "N")]
     pub miner_id: Option<u64>,
 
     /// Sector number for the replica_id check (default: the wrapper's SectorNum).
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Input", long, value_name = "N")]
     pub sector_num: Option<u64>,
 
     /// Prover backend.
-    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    #[arg(help_heading = "Device", long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
 
     /// Which GPU the CUDA backend uses (0-based, as nvidia-smi numbers them unless
     /// CUDA_VISIBLE_DEVICES says otherwise).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = "Device", long, value_name = "N", default_value_t = 0)]
     pub gpu: usize,
 
     /// GPU Pippenger window in bits (1–24), or auto (chosen from each MSM's size).
-    #[arg(long, value_name = "auto|N", default_value = "auto")]
+    #[arg(
+        help_heading = "Performance tuning",
+        long,
+        value_name = "auto|N",
+        default_value = "auto"
+    )]
     pub msm_window: String,
 
     /// GPU split MSM for the witness products L, A, B: drop zero scalars, batch-add the
     /// points of scalars equal to one, bucket only the rest.
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub split_msm: Switch,
 
     /// Where the CUDA backend computes B in G2: on the GPU, or with blst on the host cores
     /// while the GPU does everything else.
-    #[arg(long, value_enum, default_value_t = BG2::Gpu)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, default_value_t = BG2::Gpu)]
     pub b_g2: BG2,
 
     /// Where the CUDA backend decodes the SRS points: raw bytes to the GPU and decoded
     /// there, or on the host cores (overlapping the GPU) and uploaded per MSM.
-    #[arg(long, value_enum, default_value_t = SrsDecode::Gpu)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, default_value_t = SrsDecode::Gpu)]
     pub srs_decode: SrsDecode,
 
     /// How the CUDA backend's large host-to-device copies (each mapped SRS section, the
@@ -387,94 +394,99 @@ pub struct ProveArgs {
     /// buffers, host threads filling one while the DMA engine drains the other; on
     /// page-locks (registers) the host memory itself for each copy, no host copy but the
     /// registration's cost (slower on the H200 host: docs/PERF.md).
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
     pub pin: Switch,
 
     /// Upload each partition's aux assignment (the scalars of L, A and B) to the GPU while
     /// its H MSM runs (on), or after it (off).
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub overlap_aux: Switch,
 
     /// Synthesize later partitions while earlier ones are proved (on: partitions are
     /// completed one after another by all cores, each proved as soon as it is complete), or
     /// synthesize a batch (--max-circuits) and then prove it (off).
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub overlap_synth: Switch,
 
     /// Threads for synthesis (default: all cores).
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Performance tuning", long, value_name = "N")]
     pub synth_threads: Option<usize>,
 
     /// Reserve the assignment vectors up front from the parameter headers (default off:
     /// no gain measured at 2KiB, and the constraint vectors are reserved at domain size).
-    #[arg(long, overrides_with = "no_presize", action = ArgAction::SetTrue)]
+    #[arg(help_heading = "Performance tuning", long, overrides_with = "no_presize", action = ArgAction::SetTrue)]
     pub presize: bool,
 
     /// Grow the assignment vectors as synthesis goes (default).
-    #[arg(long, overrides_with = "presize", action = ArgAction::SetTrue)]
+    #[arg(help_heading = "Performance tuning", long, overrides_with = "presize", action = ArgAction::SetTrue)]
     pub no_presize: bool,
 
     /// Pre-compiled constraint system: the circuit's A, B, C are recorded once per sector
     /// size (the first run records them in parallel and keeps the file; `cuzk-prove pce`
     /// does it ahead), then every synthesis computes witnesses only and A·w, B·w, C·w
     /// come from the recording. Off: a full synthesis per partition.
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub pce: Switch,
 
     /// Where the recording is looked up and kept (one file per parameter set, ~9 GB at
     /// 32GiB). Default: beside the parameters when that directory is writable, else
     /// $XDG_CACHE_HOME/cuzk-prove (~/.cache/cuzk-prove). Created if missing; when it
     /// cannot be written the run still proves, with a warning.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Performance tuning", long, value_name = "DIR")]
     pub pce_cache: Option<PathBuf>,
 
     /// Memory the run may use (its own, anonymous memory; mapped files are page cache):
     /// the partitions in flight are as many as fit. auto: the cgroup's free memory where
     /// a limit is set, else MemAvailable (9/10 of it). A size: bytes or K/M/G/T (powers
     /// of 1024), e.g. 48GiB. A budget too small for one partition fails before any work.
-    #[arg(long, value_name = "auto|SIZE", default_value = "auto")]
+    #[arg(
+        help_heading = "Performance tuning",
+        long,
+        value_name = "auto|SIZE",
+        default_value = "auto"
+    )]
     pub memory_budget: String,
 
     /// With --pce and the CUDA backend, where A·w, B·w, C·w are evaluated: on the GPU from
     /// the recording kept there (no evaluations cross the bus), or on the host cores
     /// during synthesis. The CPU backend always evaluates on the host.
-    #[arg(long, value_enum, default_value_t = PceEval::Gpu)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, default_value_t = PceEval::Gpu)]
     pub pce_eval: PceEval,
 
     /// With --pce, generate the witness of each label's SHA-256 natively (on: the same
     /// values, without the gadget's constraint bookkeeping) or through bellperson's
     /// gadget (off). Full syntheses always use the gadget.
-    #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub native_label: Switch,
 
     /// Partitions synthesized and proved at once (bounds memory; default: all): with
     /// --overlap-synth, how many are being synthesized or waiting for the prover at a time
     /// (default with --pce: 3, which keeps the prover busy).
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Performance tuning", long, value_name = "N")]
     pub max_circuits: Option<usize>,
 
     /// Prove only partition K (0-based); the output is then one 192-byte proof.
-    #[arg(long, value_name = "K")]
+    #[arg(help_heading = "Diagnostics", long, value_name = "K")]
     pub partition: Option<usize>,
 
     /// Stop after a phase, e.g. to isolate it under `perf stat`.
-    #[arg(long, value_enum, value_name = "PHASE")]
+    #[arg(help_heading = "Diagnostics", long, value_enum, value_name = "PHASE")]
     pub stop_after: Option<Phase>,
 
     /// Skip verifying the proof before writing it.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub no_verify: bool,
 
     /// Print a table of phase timings on stderr.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub timings: bool,
 
     /// Write timings, sizes, counts, versions and flags as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(help_heading = "Output", short, long)]
     pub quiet: bool,
 }
 

@@ -1,9 +1,10 @@
-//! `--pce`: the pre-compiled constraint system. Every partition of a proof type has the
-//! same R1CS; only the witness differs. So the matrices A, B, C (and the A/B densities) are
-//! recorded once, during one full synthesis, and every other synthesis is witness-only
-//! (`witness.rs`, about twice as fast: no linear combination is built) followed by the
-//! sparse products A·w, B·w, C·w, parallel over rows. With `--pce-cache DIR` the recording
-//! is kept on disk, so later runs never do a full synthesis.
+//! `--pce` (default on): the pre-compiled constraint system. Every partition of a proof
+//! type has the same R1CS; only the witness differs. So the matrices A, B, C (and the A/B
+//! densities) are recorded once — the circuit's challenge blocks recorded in parallel and
+//! joined (`record.rs`, `join.rs`) — and every synthesis is witness-only (`witness.rs`:
+//! no linear combination is built) followed by the sparse products A·w, B·w, C·w,
+//! parallel over rows, here or on the GPU. The recording is kept on disk (`file.rs`; where:
+//! `pipeline/pce_cache.rs`), so later runs never record.
 //!
 //! Matrices are CSR: per row, the terms' columns (an input index, or an aux index with
 //! [`AUX`] set) and an index into a table of distinct coefficients (a handful: ±1, powers
@@ -28,10 +29,12 @@ use super::witness::Witness;
 use super::{Density, ProvingAssignment};
 
 mod file;
+mod join;
 mod record;
 
 pub use file::Saved;
-pub use record::{join_blocks, record_block, synthesize_recording, Block, PceBuilder};
+pub use join::join_blocks;
+pub use record::{record_block, synthesize_recording, Block, PceBuilder};
 
 /// Column flag of an aux variable (inputs have it clear).
 pub const AUX: u32 = 1 << 31;
