@@ -272,3 +272,35 @@ fn the_pce_subcommand_records_ahead_what_a_run_would() {
 }
 
 use cuzk_prove::synth::pce::Pce;
+
+/// `$XDG_CACHE_HOME` names the user's cache (read in a child process: the environment
+/// is the process's); without it, `$HOME/.cache`; the parameters' directory comes first.
+#[test]
+fn the_user_cache_follows_xdg_cache_home() {
+    use cuzk_prove::pipeline::pce_cache::{candidates, user_cache_dir};
+    let xdg = root().join("target/test-scratch/xdg-home");
+    if !rerun_with_env(
+        "the_user_cache_follows_xdg_cache_home",
+        "XDG_CACHE_HOME",
+        xdg.to_str().unwrap(),
+    ) {
+        assert_eq!(user_cache_dir(), Some(xdg.join("cuzk-prove")));
+        let c = candidates(None, &params_file());
+        assert_eq!(
+            c,
+            vec![
+                params_file().parent().unwrap().to_path_buf(),
+                xdg.join("cuzk-prove")
+            ]
+        );
+        return;
+    }
+    if std::env::var_os("XDG_CACHE_HOME").is_none() {
+        if let Some(home) = std::env::var_os("HOME") {
+            assert_eq!(
+                user_cache_dir(),
+                Some(PathBuf::from(home).join(".cache/cuzk-prove"))
+            );
+        }
+    }
+}

@@ -10,8 +10,6 @@ use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_proofs_api::RegisteredSealProof;
-use rand_chacha::ChaCha20Rng;
-use rand_core::{OsRng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -21,16 +19,16 @@ use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
-use crate::prove::{self, assemble, cpu::Cpu, Backend, Randomness};
+use crate::prove::{self, cpu::Cpu, Backend};
 use crate::report::Timings;
 use crate::synth::pce::{Pce, Saved};
-use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
 pub mod memory_budget;
 pub mod overlap_synth;
 pub mod pce_cache;
+mod schedule;
 
 use pce_cache::PceCache;
 
@@ -295,146 +293,31 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     )?;
     log::info!("memory plan: {plan:?}");
     report["memory_plan"] = json!(plan);
-    let batch = plan.window;
 
     if cfg.stop_after != Some(Phase::Synth) {
         backend.prefetch(&srs)?;
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(cfg.synth_threads)
-        .build()?;
-    let hint = cfg.presize.then(|| presize::hint_from_srs(&srs));
-    let randomness = match cfg.rng_seed {
-        Some(seed) => Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), todo.len()),
-        None => Randomness::draw(&mut OsRng, todo.len()),
-    };
-    let mut proofs: Vec<(usize, Proof<Bls12>)> = Vec::with_capacity(todo.len());
-    let mut shape = None;
-    let mut witness = None;
     // A recording made in this run is saved on a thread of its own while the partitions
     // are proved (9 GB at 32GiB); a found file that failed to load is replaced.
     let saver = Saver::new(cache.path.clone(), cache.replace || cache.found);
-    let keep = |p: Arc<Pce>| saver.start(p);
-    // The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
-    let mut prove_parts =
-        |pos: usize, mut parts: Vec<ProvingAssignment>, t: &mut Timings| -> Result<()> {
-            for p in &parts {
-                let s = Shape::of(p);
-                ensure!(
-                    shape.is_none() || shape == Some(s),
-                    "partition circuits differ in shape: {s:?} vs {shape:?}"
-                );
-                shape = Some(s);
-            }
-            srs.check_circuit(shape.as_ref().unwrap())?;
-            if witness.is_none() {
-                let w = WitnessStats::of(&parts[0]);
-                log::debug!("witness of partition {}: {w:?}", todo[pos]);
-                witness = Some(w);
-            }
-            if cfg.stop_after == Some(Phase::Synth) {
-                return Ok(());
-            }
-            let products = backend.products(&srs, &mut parts, t)?;
-            drop(parts);
-            let assembled = t.time("assemble proofs", || {
-                products
-                    .iter()
-                    .zip(&randomness[pos..])
-                    .map(|(p, r)| assemble(&srs.vk, p, *r))
-                    .collect::<Result<Vec<_>>>()
-            })?;
-            proofs.extend(todo[pos..].iter().copied().zip(assembled));
-            Ok(())
-        };
-    let mut pce = None;
-    let mut recorded = false;
-    if cfg.overlap_synth {
-        use overlap_synth::{PceSource, Synthesis};
-        let how = match (cfg.pce, &found) {
-            (false, _) => Synthesis::Full(hint),
-            (true, Some(path)) => Synthesis::Pce {
-                pce: PceSource::Load(path.clone()),
-                defer,
-                keep: Some(&keep),
-            },
-            (true, None) => Synthesis::Pce {
-                pce: PceSource::Record,
-                defer,
-                keep: Some(&keep),
-            },
-        };
-        // The rows first, though measured last: synthesis comes before proving.
-        let (load, record, synthesis, waited) = (
-            "load PCE (beside synthesis)",
-            "record PCE (beside synthesis)",
-            "synthesis",
-            "  proving waited for synthesis (overlapped)",
-        );
-        if found.is_some() {
-            t.add(load, Duration::ZERO);
-        } else if cfg.pce {
-            t.add(record, Duration::ZERO);
-        }
-        t.add(synthesis, Duration::ZERO);
-        t.add(waited, Duration::ZERO);
-        let done = overlap_synth::run(&*circuits, &todo, how, batch, &pool, |pos, pa| {
-            prove_parts(pos, vec![pa], &mut t)
-        })?;
-        t.add(synthesis, done.synthesis);
-        t.add(waited, done.waited);
-        if let Some(d) = done.loaded {
-            t.add(load, d);
-        }
-        if let Some(d) = done.recorded {
-            t.add(record, d);
-            recorded = true;
-        }
-        pce = done.pce;
-    } else {
-        if let Some(path) = &found {
-            match t.time("load PCE", || Pce::load(path)) {
-                Ok(p) => pce = Some(Arc::new(p)),
-                Err(e) => log(
-                    cfg,
-                    &format!("warning: {e:#}: not used; the circuit is recorded anew"),
-                ),
-            }
-        }
-        for (b, ks) in todo.chunks(batch).enumerate() {
-            let parts = if cfg.pce {
-                if pce.is_none() {
-                    let p = t.time("record PCE", || pool.install(|| circuits.record(ks[0])))?;
-                    log::info!(
-                        "recorded the constraint system: {} rows, {:?} terms in A, B, C",
-                        p.constraints(),
-                        p.nnz()
-                    );
-                    let p = Arc::new(p);
-                    keep(p.clone());
-                    pce = Some(p);
-                    recorded = true;
-                }
-                let p = pce.as_ref().expect("loaded or recorded above");
-                pool.install(|| synthesize_pce(&*circuits, ks, p, defer, &mut t))?
-            } else {
-                t.time("synthesis", || {
-                    pool.install(|| {
-                        ks.par_iter()
-                            .map(|&k| {
-                                circuits
-                                    .synthesize(k, hint)
-                                    .with_context(|| format!("partition {k}"))
-                            })
-                            .collect::<Result<Vec<_>>>()
-                    })
-                })?
-            };
-            prove_parts(b * batch, parts, &mut t)?;
-        }
-    }
-    // Overlapped partitions are proved as they are complete: in partition order here.
-    proofs.sort_by_key(|(k, _)| *k);
+    let run = schedule::Run {
+        cfg,
+        circuits: &*circuits,
+        todo: &todo,
+        srs: &srs,
+        backend: &*backend,
+        window: plan.window,
+        found: found.as_deref(),
+        defer,
+        keep: &|p| saver.start(p),
+    };
+    let schedule::Proved {
+        proofs,
+        shape,
+        witness,
+        pce,
+        recorded,
+    } = schedule::synthesize_and_prove(&run, &mut t)?;
     report["circuit"] = json!(shape);
     if let Some(p) = &pce {
         report["pce"] = json!({
@@ -462,24 +345,8 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
     // The proof is written: the recording's save is waited for last, and its failure is
     // a warning (later runs record it again).
-    let saved = saver
-        .saving()
-        .then(|| t.time("  waited for the PCE save", || saver.finish()))
-        .flatten();
-    if let Some(saved) = saved {
-        report["pce"]["saved"] = json!(saved.is_ok());
-        match saved {
-            Ok((Saved::Written, d)) => {
-                t.add("save PCE (beside proving)", d);
-                let path = cache.path.as_ref().expect("a saver has a path");
-                log(
-                    cfg,
-                    &format!("recorded the constraint system in {}", path.display()),
-                );
-            }
-            Ok((Saved::AlreadyThere, _)) => log::info!("another run saved the recording first"),
-            Err(e) => log(cfg, &format!("warning: {e:#}: the recording is not kept")),
-        }
+    if let Some(saved) = finish_save(cfg, &saver, cache.path.as_deref(), &mut t) {
+        report["pce"]["saved"] = json!(saved);
     }
     Ok(Outcome {
         proof: bytes,
@@ -488,36 +355,28 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     })
 }
 
-/// `--pce`: partition circuits → assignments through the recorded constraint system:
-/// their witnesses, then A·w, B·w, C·w, or (`defer`) not: the backend evaluates them on
-/// its device.
-fn synthesize_pce(
-    circuits: &dyn PartitionCircuits,
-    ks: &[usize],
-    pce: &Arc<Pce>,
-    defer: bool,
+/// Waits for the recording's save, if one was started, and says how it went; whether it
+/// was kept.
+fn finish_save(
+    cfg: &Config,
+    saver: &Saver,
+    path: Option<&std::path::Path>,
     t: &mut Timings,
-) -> Result<Vec<ProvingAssignment>> {
-    let ctx = |k: usize| move || format!("partition {k}");
-    let witnesses = t.time("synthesis: witnesses (PCE)", || {
-        ks.par_iter()
-            .map(|&k| circuits.witness(k).with_context(ctx(k)))
-            .collect::<Result<Vec<_>>>()
-    })?;
-    if defer {
-        return witnesses
-            .into_iter()
-            .zip(ks)
-            .map(|(w, &k)| pce.deferred(w).with_context(ctx(k)))
-            .collect();
+) -> Option<bool> {
+    if !saver.saving() {
+        return None;
     }
-    t.time("synthesis: A·w, B·w, C·w (PCE)", || {
-        witnesses
-            .into_iter()
-            .zip(ks)
-            .map(|(w, &k)| pce.assignment(w).with_context(ctx(k)))
-            .collect()
-    })
+    let saved = t.time("  waited for the PCE save", || saver.finish())?;
+    match &saved {
+        Ok((Saved::Written, d)) => {
+            t.add("save PCE (beside proving)", *d);
+            let path = path.expect("a saver has a path").display();
+            log(cfg, &format!("recorded the constraint system in {path}"));
+        }
+        Ok((Saved::AlreadyThere, _)) => log::info!("another run saved the recording first"),
+        Err(e) => log(cfg, &format!("warning: {e:#}: the recording is not kept")),
+    }
+    Some(saved.is_ok())
 }
 
 /// `--memory-budget`: the partitions in flight, from the parameters' counts and what this

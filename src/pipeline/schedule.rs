@@ -1,0 +1,287 @@
+//! Synthesis ∥ proving: the partitions synthesized (witnesses through the recording, or
+//! full syntheses) and handed to the backend as they are complete (`--overlap-synth`, its
+//! scheduler in overlap_synth.rs), or batch by batch; the recording loaded, or made here
+//! and handed to the caller's `keep` to be saved. Each partition is checked against the
+//! parameters before it is proved.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use bellperson::groth16::Proof;
+use blstrs::Bls12;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{OsRng, SeedableRng};
+use rayon::prelude::*;
+
+use super::{log, overlap_synth};
+use crate::circuit::PartitionCircuits;
+use crate::cli::{Config, Phase};
+use crate::input::srs::Srs;
+use crate::prove::{assemble, Backend, Randomness};
+use crate::report::Timings;
+use crate::synth::pce::Pce;
+use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
+
+/// What the stage needs: the run's settings and inputs, and its plan.
+pub struct Run<'a> {
+    pub cfg: &'a Config,
+    pub circuits: &'a dyn PartitionCircuits,
+    /// The partitions to prove, in order.
+    pub todo: &'a [usize],
+    pub srs: &'a Srs,
+    pub backend: &'a dyn Backend,
+    /// Partitions in flight (the memory plan's).
+    pub window: usize,
+    /// The recording's file, when one was found intact.
+    pub found: Option<&'a Path>,
+    /// A·w, B·w, C·w left to the backend.
+    pub defer: bool,
+    /// Handed a recording made in this run.
+    pub keep: overlap_synth::Keep<'a>,
+}
+
+/// What the stage gives: the proofs by partition (in order) and what the report says of
+/// the circuit, the witness and the recording.
+pub struct Proved {
+    pub proofs: Vec<(usize, Proof<Bls12>)>,
+    pub shape: Option<Shape>,
+    pub witness: Option<WitnessStats>,
+    pub pce: Option<Arc<Pce>>,
+    /// The recording was made in this run (not loaded).
+    pub recorded: bool,
+}
+
+pub fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(run.cfg.synth_threads)
+        .build()?;
+    let mut prover = Prover::new(run);
+    let (pce, recorded) = if run.cfg.overlap_synth {
+        overlapped(run, &pool, &mut prover, t)?
+    } else {
+        batched(run, &pool, &mut prover, t)?
+    };
+    let Prover {
+        mut proofs,
+        shape,
+        witness,
+        ..
+    } = prover;
+    // Overlapped partitions are proved as they are complete: in partition order here.
+    proofs.sort_by_key(|(k, _)| *k);
+    Ok(Proved {
+        proofs,
+        shape,
+        witness,
+        pce,
+        recorded,
+    })
+}
+
+/// Proves synthesized partitions and collects their proofs.
+struct Prover<'a> {
+    run: &'a Run<'a>,
+    randomness: Vec<Randomness>,
+    proofs: Vec<(usize, Proof<Bls12>)>,
+    shape: Option<Shape>,
+    witness: Option<WitnessStats>,
+}
+
+impl<'a> Prover<'a> {
+    fn new(run: &'a Run<'a>) -> Self {
+        let n = run.todo.len();
+        let randomness = match run.cfg.rng_seed {
+            Some(seed) => Randomness::draw(&mut ChaCha20Rng::seed_from_u64(seed), n),
+            None => Randomness::draw(&mut OsRng, n),
+        };
+        Self {
+            run,
+            randomness,
+            proofs: Vec::with_capacity(n),
+            shape: None,
+            witness: None,
+        }
+    }
+
+    /// The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
+    fn prove(
+        &mut self,
+        pos: usize,
+        mut parts: Vec<ProvingAssignment>,
+        t: &mut Timings,
+    ) -> Result<()> {
+        let run = self.run;
+        for p in &parts {
+            let s = Shape::of(p);
+            ensure!(
+                self.shape.is_none() || self.shape == Some(s),
+                "partition circuits differ in shape: {s:?} vs {:?}",
+                self.shape
+            );
+            self.shape = Some(s);
+        }
+        run.srs
+            .check_circuit(self.shape.as_ref().expect("set above"))?;
+        if self.witness.is_none() {
+            let w = WitnessStats::of(&parts[0]);
+            log::debug!("witness of partition {}: {w:?}", run.todo[pos]);
+            self.witness = Some(w);
+        }
+        if run.cfg.stop_after == Some(Phase::Synth) {
+            return Ok(());
+        }
+        let products = run.backend.products(run.srs, &mut parts, t)?;
+        drop(parts);
+        let assembled = t.time("assemble proofs", || {
+            products
+                .iter()
+                .zip(&self.randomness[pos..])
+                .map(|(p, r)| assemble(&run.srs.vk, p, *r))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        self.proofs
+            .extend(run.todo[pos..].iter().copied().zip(assembled));
+        Ok(())
+    }
+}
+
+/// `--overlap-synth on`: the scheduler's tasks on `pool`, each partition proved as soon as
+/// it is complete. The recording and whether it was made here.
+fn overlapped(
+    run: &Run,
+    pool: &rayon::ThreadPool,
+    prover: &mut Prover,
+    t: &mut Timings,
+) -> Result<(Option<Arc<Pce>>, bool)> {
+    use overlap_synth::{PceSource, Synthesis};
+    let cfg = run.cfg;
+    let hint = cfg.presize.then(|| presize::hint_from_srs(run.srs));
+    let how = match (cfg.pce, run.found) {
+        (false, _) => Synthesis::Full(hint),
+        (true, found) => Synthesis::Pce {
+            pce: found.map_or(PceSource::Record, |p| PceSource::Load(p.to_path_buf())),
+            defer: run.defer,
+            keep: Some(run.keep),
+        },
+    };
+    // The rows first, though measured last: synthesis comes before proving.
+    let (load, record, synthesis, waited) = (
+        "load PCE (beside synthesis)",
+        "record PCE (beside synthesis)",
+        "synthesis",
+        "  proving waited for synthesis (overlapped)",
+    );
+    if run.found.is_some() {
+        t.add(load, Duration::ZERO);
+    } else if cfg.pce {
+        t.add(record, Duration::ZERO);
+    }
+    t.add(synthesis, Duration::ZERO);
+    t.add(waited, Duration::ZERO);
+    let done = overlap_synth::run(run.circuits, run.todo, how, run.window, pool, |pos, pa| {
+        prover.prove(pos, vec![pa], t)
+    })?;
+    t.add(synthesis, done.synthesis);
+    t.add(waited, done.waited);
+    if let Some(d) = done.loaded {
+        t.add(load, d);
+    }
+    if let Some(d) = done.recorded {
+        t.add(record, d);
+    }
+    Ok((done.pce, done.recorded.is_some()))
+}
+
+/// `--overlap-synth off`: batches of the plan's window, each synthesized, then proved.
+fn batched(
+    run: &Run,
+    pool: &rayon::ThreadPool,
+    prover: &mut Prover,
+    t: &mut Timings,
+) -> Result<(Option<Arc<Pce>>, bool)> {
+    let cfg = run.cfg;
+    let hint = cfg.presize.then(|| presize::hint_from_srs(run.srs));
+    let mut pce = None;
+    let mut recorded = false;
+    if let Some(path) = run.found {
+        match t.time("load PCE", || Pce::load(path)) {
+            Ok(p) => pce = Some(Arc::new(p)),
+            Err(e) => log(
+                cfg,
+                &format!("warning: {e:#}: not used; the circuit is recorded anew"),
+            ),
+        }
+    }
+    for (b, ks) in run.todo.chunks(run.window).enumerate() {
+        let parts = if cfg.pce {
+            if pce.is_none() {
+                let circuits = run.circuits;
+                let p = t.time("record PCE", || pool.install(|| circuits.record(ks[0])))?;
+                log::info!(
+                    "recorded the constraint system: {} rows, {:?} terms in A, B, C",
+                    p.constraints(),
+                    p.nnz()
+                );
+                let p = Arc::new(p);
+                (run.keep)(p.clone());
+                pce = Some(p);
+                recorded = true;
+            }
+            let (p, circuits, defer) = (
+                pce.as_ref().expect("loaded or recorded above"),
+                run.circuits,
+                run.defer,
+            );
+            pool.install(|| synthesize_pce(circuits, ks, p, defer, t))?
+        } else {
+            let circuits = run.circuits;
+            t.time("synthesis", || {
+                pool.install(|| {
+                    ks.par_iter()
+                        .map(|&k| {
+                            circuits
+                                .synthesize(k, hint)
+                                .with_context(|| format!("partition {k}"))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+            })?
+        };
+        prover.prove(b * run.window, parts, t)?;
+    }
+    Ok((pce, recorded))
+}
+
+/// `--pce`: partition circuits → assignments through the recorded constraint system:
+/// their witnesses, then A·w, B·w, C·w, or (`defer`) not: the backend evaluates them on
+/// its device.
+fn synthesize_pce(
+    circuits: &dyn PartitionCircuits,
+    ks: &[usize],
+    pce: &Arc<Pce>,
+    defer: bool,
+    t: &mut Timings,
+) -> Result<Vec<ProvingAssignment>> {
+    let ctx = |k: usize| move || format!("partition {k}");
+    let witnesses = t.time("synthesis: witnesses (PCE)", || {
+        ks.par_iter()
+            .map(|&k| circuits.witness(k).with_context(ctx(k)))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    if defer {
+        return witnesses
+            .into_iter()
+            .zip(ks)
+            .map(|(w, &k)| pce.deferred(w).with_context(ctx(k)))
+            .collect();
+    }
+    t.time("synthesis: A·w, B·w, C·w (PCE)", || {
+        witnesses
+            .into_iter()
+            .zip(ks)
+            .map(|(w, &k)| pce.assignment(w).with_context(ctx(k)))
+            .collect()
+    })
+}
