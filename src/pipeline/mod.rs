@@ -180,23 +180,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
             partitions - 1
         );
     }
-    let mut report = json!({
-        "versions": {
-            "cuzk-prove": env!("CARGO_PKG_VERSION"),
-            "filecoin-proofs": env!("CUZK_DEP_FILECOIN_PROOFS"),
-            "storage-proofs-porep": env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
-            "bellperson": env!("CUZK_DEP_BELLPERSON"),
-            "blstrs": env!("CUZK_DEP_BLSTRS"),
-            "blst": env!("CUZK_DEP_BLST"),
-        },
-        "c1": { "path": cfg.c1, "format": c1.format, "bytes": c1.file_bytes,
-                "registered_proof": format!("{proof:?}"),
-                "sector_size": c1.sector_size(),
-                "sector_size_name": sector_size_name(c1.sector_size()),
-                "sector_num": c1.sector_num },
-        "partitions": partitions,
-        "flags": cfg,
-    });
+    let mut report = report_base(cfg, &c1, partitions);
     // The backend's name waits for the GPU probe: asked for once the run is over.
     let done = |t: Timings, mut report: serde_json::Value| {
         report["backend"] = json!(backend.name());
@@ -210,26 +194,7 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         return done(t, report);
     }
 
-    let params_path = locate_params(cfg, proof, &mut t)?;
-    let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
-        let srs = Srs::open(&params_path)?;
-        let vk_path = params_path.with_extension("vk");
-        if let Ok(vk) = std::fs::read(&vk_path) {
-            ensure!(
-                vk == srs.vk_bytes(),
-                "{} does not match the verifying key in {}",
-                vk_path.display(),
-                params_path.display()
-            );
-        }
-        Ok(Arc::new(srs))
-    })?;
-    // Test parameters carry a label in their .meta file; say so wherever they are used.
-    let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
-        .is_ok_and(|m| m.contains("\"test_only\""));
-    if test_only {
-        log(cfg, &format!("notice: using {TEST_ONLY_NOTICE}"));
-    }
+    let (params_path, srs, test_only) = open_params(cfg, proof, &mut t)?;
     report["params"] = json!({
         "path": srs.path, "bytes": srs.file_len(), "domain": srs.domain_size(),
         "test_only": test_only,
@@ -256,41 +221,8 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     }
 
     // --pce: where the recording is found or kept, and what this run holds in memory.
-    let cache = match cfg.pce {
-        true => pce_cache::locate(cfg.pce_cache.as_deref(), &params_path),
-        false => PceCache::default(),
-    };
-    for w in &cache.warnings {
-        log(cfg, w);
-    }
+    let (cache, defer, plan) = plan_run(cfg, &*backend, &srs, c1_bytes, &params_path, todo.len())?;
     let found = cache.path.clone().filter(|_| cache.found);
-    // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
-    let defer = cfg.pce && backend.evaluates_pce();
-    // Without waiting for the GPU probe (it overlaps synthesis): a CUDA build under
-    // --device auto proves on the GPU wherever the driver's device node exists.
-    let host_prover = match cfg.device {
-        Device::Cpu => true,
-        Device::Cuda => false,
-        Device::Auto => !prove::cuda::built() || !std::path::Path::new("/dev/nvidiactl").exists(),
-    };
-    let wanted = match (cfg.overlap_synth && cfg.pce, cfg.max_circuits) {
-        (_, Some(n)) => n,
-        // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy
-        // (their challenges are tasks for all cores; native witnesses outrun the GPU).
-        (true, None) => OVERLAP_WINDOW,
-        // Without --pce a partition is one single-threaded task: all at once if they fit.
-        (false, None) => todo.len(),
-    }
-    .min(todo.len());
-    let plan = plan_memory(
-        cfg,
-        &srs,
-        c1_bytes,
-        found.as_deref(),
-        defer && !host_prover,
-        host_prover,
-        wanted,
-    )?;
     log::info!("memory plan: {plan:?}");
     report["memory_plan"] = json!(plan);
 
@@ -353,6 +285,106 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
         timings: t,
         report,
     })
+}
+
+/// The report's first fields: versions, the C1, the flags.
+fn report_base(cfg: &Config, c1: &C1, partitions: usize) -> serde_json::Value {
+    let proof = c1.registered_proof;
+    json!({
+        "versions": {
+            "cuzk-prove": env!("CARGO_PKG_VERSION"),
+            "filecoin-proofs": env!("CUZK_DEP_FILECOIN_PROOFS"),
+            "storage-proofs-porep": env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
+            "bellperson": env!("CUZK_DEP_BELLPERSON"),
+            "blstrs": env!("CUZK_DEP_BLSTRS"),
+            "blst": env!("CUZK_DEP_BLST"),
+        },
+        "c1": { "path": cfg.c1, "format": c1.format, "bytes": c1.file_bytes,
+                "registered_proof": format!("{proof:?}"),
+                "sector_size": c1.sector_size(),
+                "sector_size_name": sector_size_name(c1.sector_size()),
+                "sector_num": c1.sector_num },
+        "partitions": partitions,
+        "flags": cfg,
+    })
+}
+
+/// The parameters: located (generated first with `--gen-test-params`), mapped and checked
+/// against their `.vk`; whether they are TEST-ONLY (said once, here).
+fn open_params(
+    cfg: &Config,
+    proof: RegisteredSealProof,
+    t: &mut Timings,
+) -> Result<(PathBuf, Arc<Srs>, bool)> {
+    let params_path = locate_params(cfg, proof, t)?;
+    let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
+        let srs = Srs::open(&params_path)?;
+        let vk_path = params_path.with_extension("vk");
+        if let Ok(vk) = std::fs::read(&vk_path) {
+            ensure!(
+                vk == srs.vk_bytes(),
+                "{} does not match the verifying key in {}",
+                vk_path.display(),
+                params_path.display()
+            );
+        }
+        Ok(Arc::new(srs))
+    })?;
+    // Test parameters carry a label in their .meta file; say so wherever they are used.
+    let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
+        .is_ok_and(|m| m.contains("\"test_only\""));
+    if test_only {
+        log(cfg, &format!("notice: using {TEST_ONLY_NOTICE}"));
+    }
+    Ok((params_path, srs, test_only))
+}
+
+/// Before any heavy work: the recording's home (`--pce`), whether the backend evaluates
+/// A·w, B·w, C·w, and the memory plan for `partitions` partitions.
+fn plan_run(
+    cfg: &Config,
+    backend: &dyn Backend,
+    srs: &Srs,
+    c1_bytes: u64,
+    params_path: &std::path::Path,
+    partitions: usize,
+) -> Result<(PceCache, bool, memory_budget::Plan)> {
+    let cache = match cfg.pce {
+        true => pce_cache::locate(cfg.pce_cache.as_deref(), params_path),
+        false => PceCache::default(),
+    };
+    for w in &cache.warnings {
+        log(cfg, w);
+    }
+    let found = cache.path.as_deref().filter(|_| cache.found);
+    // --pce-eval gpu: A·w, B·w, C·w left to a backend that evaluates them on its device.
+    let defer = cfg.pce && backend.evaluates_pce();
+    // Without waiting for the GPU probe (it overlaps synthesis): a CUDA build under
+    // --device auto proves on the GPU wherever the driver's device node exists.
+    let host_prover = match cfg.device {
+        Device::Cpu => true,
+        Device::Cuda => false,
+        Device::Auto => !prove::cuda::built() || !std::path::Path::new("/dev/nvidiactl").exists(),
+    };
+    let wanted = match (cfg.overlap_synth && cfg.pce, cfg.max_circuits) {
+        (_, Some(n)) => n,
+        // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy
+        // (their challenges are tasks for all cores; native witnesses outrun the GPU).
+        (true, None) => OVERLAP_WINDOW,
+        // Without --pce a partition is one single-threaded task: all at once if they fit.
+        (false, None) => partitions,
+    }
+    .min(partitions);
+    let plan = plan_memory(
+        cfg,
+        srs,
+        c1_bytes,
+        found,
+        defer && !host_prover,
+        host_prover,
+        wanted,
+    )?;
+    Ok((cache, defer, plan))
 }
 
 /// Waits for the recording's save, if one was started, and says how it went; whether it
