@@ -637,11 +637,50 @@ impl TryFrom<ProveArgs> for Config {
     }
 }
 
-/// The man page, rendered from the same clap definition as `--help`.
+/// Environment variables the prover reads (man page ENVIRONMENT).
+const ENVIRONMENT: &[(&str, &str)] = &[
+    ("FIL_PROOFS_PARAMETER_CACHE", "The parameter directory when --param-cache is not given (default /var/tmp/filecoin-proof-parameters); the recording is kept beside the parameters when that directory is writable."),
+    ("XDG_CACHE_HOME, HOME", "The recording's home when the parameter directory is not writable: $XDG_CACHE_HOME/cuzk-prove, else $HOME/.cache/cuzk-prove."),
+    ("CUDA_VISIBLE_DEVICES", "Which GPUs the CUDA runtime shows; --gpu N counts among those."),
+    ("RUST_LOG", "Log filter, e.g. cuzk_prove=info (default: warnings)."),
+    ("CUZK_TRACE", "1: each GPU MSM's stage times and the aux upload's start and end on stderr."),
+    ("CUZK_MSM_SLICE", "Developers: the MSM's first-level bucket sums over slices of N sorted entries (0: segments; default by size)."),
+    ("CUZK_UPLOAD_BATCHES", "Developers: host points arrive in N batches while scalars are sorted (default 4)."),
+    ("CUZK_GATHER", "Developers: 1/0 forces the zero-copy gather of page-locked points on/off (default: from 2^21 points)."),
+    ("CUZK_NTT_TWIST_LOG", "Developers: the largest NTT with a whole twist table, 2^N (default: 27 where it fits in 1/32 of the device)."),
+    ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
+];
+
+/// The man page, rendered from the same clap definition as `--help`, with the sections
+/// clap does not know: ENVIRONMENT, EXIT STATUS, EXAMPLES.
 pub fn manpage() -> Result<String> {
     let cmd = <Cli as clap::CommandFactory>::command();
+    let man = clap_mangen::Man::new(cmd);
     let mut out = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut out)?;
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    man.render_subcommands_section(&mut out)?;
+    let roff = |s: &str| s.replace('\\', "\\\\").replace('-', "\\-");
+    let mut extra = String::from(".SH ENVIRONMENT\n");
+    for (name, what) in ENVIRONMENT {
+        extra += &format!(".TP\n\\fB{}\\fR\n{}\n", roff(name), roff(what));
+    }
+    extra += ".SH \"EXIT STATUS\"\n.TP\n0\nA verified proof was written (or the subcommand succeeded).\n.TP\n1\n";
+    extra += &roff("Any error: one line on stderr, cuzk-prove: error: …, and no output file.");
+    extra += "\n.TP\n2\nThe command line could not be parsed (usage error).\n";
+    extra += ".SH EXAMPLES\n";
+    for (what, cmdline) in [
+        ("Prove a sector (parameters from lotus/curio fetch-params; the first run records the circuit):", "cuzk-prove --c1 c1.json -o proof.bin"),
+        ("Record the 32GiB circuit ahead of the first sector:", "cuzk-prove pce --sector-size 32GiB"),
+        ("Bound the run's memory and print where the time went:", "cuzk-prove --c1 c1.json -o proof.bin --memory-budget 48GiB --timings --json report.json"),
+    ] {
+        extra += &format!(".PP\n{}\n.PP\n.RS\n{}\n.RE\n", roff(what), roff(cmdline));
+    }
+    out.extend_from_slice(extra.as_bytes());
+    man.render_version_section(&mut out)?;
     Ok(String::from_utf8(out)?)
 }
 
