@@ -10,6 +10,7 @@ pub mod circuit;
 pub mod cli;
 pub mod input;
 pub mod output;
+pub mod panics;
 pub mod pipeline;
 pub mod prove;
 pub mod report;

@@ -13,7 +13,9 @@ fn main() -> ExitCode {
         .format_timestamp_millis()
         .init();
     let cli = Cli::parse();
-    match real_main(cli) {
+    cuzk_prove::panics::install_hook();
+    let result = cuzk_prove::panics::catch("internal error", || real_main(cli));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line: the context chain, outermost first.

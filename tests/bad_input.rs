@@ -312,3 +312,93 @@ fn partition_out_of_range() {
         "--partition 1 is out of range",
     );
 }
+
+/// The fixture's C1 with its first partition's first challenge changed by `edit` (the raw
+/// JSON inside the wrapper's base64), written to `dir/name.json`.
+fn mutated_c1(dir: &Path, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut w: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture_c1()).unwrap()).unwrap();
+    let mut raw: serde_json::Value =
+        serde_json::from_slice(&b64.decode(w["Phase1Out"].as_str().unwrap()).unwrap()).unwrap();
+    edit(&mut raw);
+    w["Phase1Out"] = b64.encode(serde_json::to_vec(&raw).unwrap()).into();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(&w).unwrap()).unwrap();
+    path
+}
+
+/// Vanilla proofs the circuit code refuses by panicking (storage-proofs' assertions and
+/// indexing; the audit's classes) and a replica_id that is no field element: one line,
+/// exit 1, no output, in every synthesis mode (overlap on and off, PCE on and off).
+#[test]
+fn malformed_vanilla_proofs_are_one_line_in_every_mode() {
+    let dir = scratch("malformed-c1");
+    let first = |r: &mut serde_json::Value| -> serde_json::Value {
+        r["vanilla_proofs"]["StackedDrg2KiBV1"][0][0].take()
+    };
+    let put = |r: &mut serde_json::Value, p: serde_json::Value| {
+        r["vanilla_proofs"]["StackedDrg2KiBV1"][0][0] = p;
+    };
+    let cases: Vec<(&str, PathBuf, &str)> = vec![
+        (
+            "no-labels",
+            mutated_c1(&dir, "no-labels", |r| {
+                let mut p = first(r);
+                p["labeling_proofs"] = serde_json::json!([]);
+                put(r, p);
+            }),
+            "failed on this C1",
+        ),
+        (
+            "short-drg",
+            mutated_c1(&dir, "short-drg", |r| {
+                let mut p = first(r);
+                let drg = p["replica_column_proofs"]["drg_parents"]
+                    .as_array()
+                    .unwrap()[..2]
+                    .to_vec();
+                p["replica_column_proofs"]["drg_parents"] = drg.into();
+                put(r, p);
+            }),
+            "partition 0",
+        ),
+        (
+            "no-exp",
+            mutated_c1(&dir, "no-exp", |r| {
+                let mut p = first(r);
+                p["replica_column_proofs"]["exp_parents"] = serde_json::json!([]);
+                put(r, p);
+            }),
+            "failed on this C1",
+        ),
+        (
+            "replica-ff",
+            mutated_c1(&dir, "replica-ff", |r| {
+                r["replica_id"] = serde_json::Value::from(vec![255u8; 32])
+            }),
+            "replica_id is not a field element",
+        ),
+    ];
+    let cache = dir.join("pce");
+    for (name, c1, needle) in &cases {
+        for overlap in ["on", "off"] {
+            for pce in ["on", "off"] {
+                let mut extra = vec![
+                    OsStr::new("--device"),
+                    OsStr::new("cpu"),
+                    OsStr::new("--overlap-synth"),
+                    OsStr::new(overlap),
+                    OsStr::new("--pce"),
+                    OsStr::new(pce),
+                    OsStr::new("--quiet"),
+                ];
+                if pce == "on" {
+                    extra.extend([OsStr::new("--pce-cache"), cache.as_os_str()]);
+                }
+                expect_error(&format!("{name}-{overlap}-{pce}"), c1, &extra, needle);
+            }
+        }
+    }
+}

@@ -61,9 +61,6 @@ fn man_page_documents_every_runtime_knob() {
         "the knobs' calls were not found: {knobs:?}"
     );
     for k in knobs {
-        assert!(
-            env.contains(&k),
-            "{k} is not under ENVIRONMENT"
-        );
+        assert!(env.contains(&k), "{k} is not under ENVIRONMENT");
     }
 }

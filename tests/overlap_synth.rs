@@ -272,7 +272,9 @@ fn errors_stop_the_run_on_either_side() {
     let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _| Ok(()));
     let msg = format!("{:#}", err.err().expect("the planted panic"));
     assert!(
-        msg.contains("partition 1") && msg.contains("synthesis panicked: planted panic"),
+        msg.contains("partition 1")
+            && msg.contains("failed on this C1")
+            && msg.contains("planted panic"),
         "{msg}"
     );
 

@@ -359,7 +359,9 @@ fn build<Tree: 'static + MerkleTreeTrait>(
     let comm_d = filecoin_proofs::as_safe_commitment(&comm_d, "comm_d")
         .map_err(|e| anyhow!("the C1's comm_d is not a field element: {e}"))?;
     let public_params = filecoin_proofs::parameters::public_params::<Tree>(config)?;
-    let fr: Fr = replica_id.into();
+    let replica_bytes: [u8; 32] = AsRef::<[u8]>::as_ref(&replica_id).try_into()?;
+    let fr: Option<Fr> = ff::PrimeField::from_repr(replica_bytes).into();
+    let fr = fr.context("the C1's replica_id is not a field element")?;
     let public_inputs = stacked::PublicInputs {
         replica_id: fr.into(),
         tau: Some(stacked::Tau { comm_d, comm_r }),

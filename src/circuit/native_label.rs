@@ -125,7 +125,8 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
             let mut expanded: Vec<&[Bit]> = parents.iter().map(Vec::as_slice).collect();
             if layer > 1 {
                 expanded.extend(parents.iter().map(Vec::as_slice));
-                expanded.extend(parents[..9].iter().map(Vec::as_slice));
+                let first = parents.get(..9).ok_or(SynthesisError::Unsatisfiable)?;
+                expanded.extend(first.iter().map(Vec::as_slice));
             } else {
                 for _ in 0..5 {
                     expanded.extend(parents.iter().map(Vec::as_slice));

@@ -192,10 +192,8 @@ impl Shared<'_> {
             return;
         }
         if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-            let msg = (p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            self.send(pos, Err(anyhow!("synthesis panicked: {msg}")));
+            let msg = crate::panics::message(&p);
+            self.send(pos, Err(anyhow!("{}: {msg}", crate::panics::SYNTHESIS)));
         }
     }
 

@@ -19,6 +19,7 @@ use super::{log, overlap_synth};
 use crate::circuit::PartitionCircuits;
 use crate::cli::{Config, Phase};
 use crate::input::srs::Srs;
+use crate::panics::{catch, SYNTHESIS};
 use crate::prove::{assemble, Backend, Randomness};
 use crate::report::Timings;
 use crate::synth::pce::Pce;
@@ -218,7 +219,10 @@ fn batched(
         let parts = if cfg.pce {
             if pce.is_none() {
                 let circuits = run.circuits;
-                let p = t.time("record PCE", || pool.install(|| circuits.record(ks[0])))?;
+                let p = t.time("record PCE", || {
+                    catch(SYNTHESIS, || pool.install(|| circuits.record(ks[0])))
+                        .with_context(|| format!("partition {} (recording the circuit)", ks[0]))
+                })?;
                 log::info!(
                     "recorded the constraint system: {} rows, {:?} terms in A, B, C",
                     p.constraints(),
@@ -241,8 +245,7 @@ fn batched(
                 pool.install(|| {
                     ks.par_iter()
                         .map(|&k| {
-                            circuits
-                                .synthesize(k, hint)
+                            catch(SYNTHESIS, || circuits.synthesize(k, hint))
                                 .with_context(|| format!("partition {k}"))
                         })
                         .collect::<Result<Vec<_>>>()
@@ -267,7 +270,7 @@ fn synthesize_pce(
     let ctx = |k: usize| move || format!("partition {k}");
     let witnesses = t.time("synthesis: witnesses (PCE)", || {
         ks.par_iter()
-            .map(|&k| circuits.witness(k).with_context(ctx(k)))
+            .map(|&k| catch(SYNTHESIS, || circuits.witness(k)).with_context(ctx(k)))
             .collect::<Result<Vec<_>>>()
     })?;
     if defer {
