@@ -109,25 +109,97 @@ impl PceBuilder {
     }
 }
 
-/// A full synthesis that also records the constraint system.
-struct Recording {
-    pa: ProvingAssignment,
+/// What a recording synthesis does besides recording the rows: the serial reference keeps
+/// the whole assignment ([`ProvingAssignment`]), a block's recording only counts the
+/// variables ([`Counts`]: its matrices are all it costs).
+trait Sink: Default + Send {
+    fn alloc(&mut self, value: Fr) -> Result<bellperson::Variable, bellperson::SynthesisError>;
+    fn alloc_input(
+        &mut self,
+        value: Fr,
+    ) -> Result<bellperson::Variable, bellperson::SynthesisError>;
+    fn row(
+        &mut self,
+        a: &LinearCombination<Fr>,
+        b: &LinearCombination<Fr>,
+        c: &LinearCombination<Fr>,
+    );
+}
+
+impl Sink for ProvingAssignment {
+    fn alloc(&mut self, value: Fr) -> Result<bellperson::Variable, bellperson::SynthesisError> {
+        bellperson::ConstraintSystem::alloc(self, || "", || Ok(value))
+    }
+
+    fn alloc_input(
+        &mut self,
+        value: Fr,
+    ) -> Result<bellperson::Variable, bellperson::SynthesisError> {
+        bellperson::ConstraintSystem::alloc_input(self, || "", || Ok(value))
+    }
+
+    fn row(
+        &mut self,
+        a: &LinearCombination<Fr>,
+        b: &LinearCombination<Fr>,
+        c: &LinearCombination<Fr>,
+    ) {
+        self.enforce_lcs(a, b, c);
+    }
+}
+
+/// The variables of a block, counted.
+#[derive(Default)]
+struct Counts {
+    inputs: usize,
+    aux: usize,
+}
+
+impl Sink for Counts {
+    fn alloc(&mut self, _: Fr) -> Result<bellperson::Variable, bellperson::SynthesisError> {
+        self.aux += 1;
+        Ok(bellperson::Variable::new_unchecked(bellperson::Index::Aux(
+            self.aux - 1,
+        )))
+    }
+
+    fn alloc_input(&mut self, _: Fr) -> Result<bellperson::Variable, bellperson::SynthesisError> {
+        self.inputs += 1;
+        Ok(bellperson::Variable::new_unchecked(
+            bellperson::Index::Input(self.inputs - 1),
+        ))
+    }
+
+    fn row(
+        &mut self,
+        _: &LinearCombination<Fr>,
+        _: &LinearCombination<Fr>,
+        _: &LinearCombination<Fr>,
+    ) {
+    }
+}
+
+/// A synthesis that records the constraint system as it goes. Each value is computed
+/// (gadgets may read it back) and handed to the sink. Not a witness generator, so every
+/// gadget enforces its constraints.
+struct Recording<S> {
+    sink: S,
     rec: PceBuilder,
 }
 
-impl bellperson::ConstraintSystem<Fr> for Recording {
+impl<S: Sink> bellperson::ConstraintSystem<Fr> for Recording<S> {
     type Root = Self;
 
     fn new() -> Self {
         Self {
-            pa: ProvingAssignment::default(),
+            sink: S::default(),
             rec: PceBuilder::default(),
         }
     }
 
     fn alloc<F, A, AR>(
         &mut self,
-        a: A,
+        _: A,
         f: F,
     ) -> Result<bellperson::Variable, bellperson::SynthesisError>
     where
@@ -135,12 +207,12 @@ impl bellperson::ConstraintSystem<Fr> for Recording {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.pa.alloc(a, f)
+        self.sink.alloc(f()?)
     }
 
     fn alloc_input<F, A, AR>(
         &mut self,
-        a: A,
+        _: A,
         f: F,
     ) -> Result<bellperson::Variable, bellperson::SynthesisError>
     where
@@ -148,7 +220,7 @@ impl bellperson::ConstraintSystem<Fr> for Recording {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.pa.alloc_input(a, f)
+        self.sink.alloc_input(f()?)
     }
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
@@ -165,7 +237,7 @@ impl bellperson::ConstraintSystem<Fr> for Recording {
             c(LinearCombination::zero()),
         );
         self.rec.row(&a, &b, &c);
-        self.pa.enforce_lcs(&a, &b, &c);
+        self.sink.row(&a, &b, &c);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -187,18 +259,18 @@ pub fn synthesize_recording<C: bellperson::Circuit<Fr>>(
     circuit: C,
 ) -> Result<(ProvingAssignment, Pce)> {
     use bellperson::ConstraintSystem;
-    let mut cs = Recording::new();
+    let mut cs = Recording::<ProvingAssignment>::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit
         .synthesize(&mut cs)
         .context("circuit synthesis failed")?;
-    for i in 0..cs.pa.input_assignment.len() {
+    for i in 0..cs.sink.input_assignment.len() {
         let (a, zero) = ProvingAssignment::input_constraint(i);
         cs.rec.row(&a, &zero, &zero);
-        cs.pa.enforce_lcs(&a, &zero, &zero);
+        cs.sink.enforce_lcs(&a, &zero, &zero);
     }
-    let pce = cs.rec.finish(&cs.pa)?;
-    Ok((cs.pa, pce))
+    let pce = cs.rec.finish(&cs.sink)?;
+    Ok((cs.sink, pce))
 }
 
 /// The recording of one block of a circuit: its rows in the circuit's order, its
@@ -235,102 +307,19 @@ impl Block {
     }
 }
 
-/// A constraint system that records rows and counts variables (computing each value, as
-/// gadgets may read them back, but keeping none): a block's recording costs its matrices
-/// only. Not a witness generator, so every gadget enforces its constraints.
-struct BlockRecorder {
-    inputs: usize,
-    aux: usize,
-    rec: PceBuilder,
-}
-
-impl bellperson::ConstraintSystem<Fr> for BlockRecorder {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self {
-            inputs: 0,
-            aux: 0,
-            rec: PceBuilder::default(),
-        }
-    }
-
-    fn alloc<F, A, AR>(
-        &mut self,
-        _: A,
-        f: F,
-    ) -> Result<bellperson::Variable, bellperson::SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, bellperson::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        f()?;
-        self.aux += 1;
-        Ok(bellperson::Variable::new_unchecked(bellperson::Index::Aux(
-            self.aux - 1,
-        )))
-    }
-
-    fn alloc_input<F, A, AR>(
-        &mut self,
-        _: A,
-        f: F,
-    ) -> Result<bellperson::Variable, bellperson::SynthesisError>
-    where
-        F: FnOnce() -> Result<Fr, bellperson::SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        f()?;
-        self.inputs += 1;
-        Ok(bellperson::Variable::new_unchecked(
-            bellperson::Index::Input(self.inputs - 1),
-        ))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
-    {
-        self.rec.row(
-            &a(LinearCombination::zero()),
-            &b(LinearCombination::zero()),
-            &c(LinearCombination::zero()),
-        );
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
-}
-
 /// Records `circuit` (one block of a larger one: see [`join_blocks`]) as a synthesis
 /// would run it, the constant ONE input first.
 pub fn record_block<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<Block> {
     use bellperson::ConstraintSystem;
-    let mut cs = BlockRecorder::new();
+    let mut cs = Recording::<Counts>::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit
         .synthesize(&mut cs)
         .context("circuit synthesis failed")?;
-    let BlockRecorder { inputs, aux, rec } = cs;
+    let Recording { sink, rec } = cs;
     Ok(Block {
-        inputs,
-        aux,
+        inputs: sink.inputs,
+        aux: sink.aux,
         a: rec.a,
         b: rec.b,
         c: rec.c,
