@@ -66,7 +66,7 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
     // Every block's header rows are block 0's.
     let same_header = blocks[1..]
         .par_iter()
-        .all(|b| (0..head.rows).all(|r| b.row(r) == b0.row(r)));
+        .all(|b| (0..head.rows).all(|r| b.same_row(r, b0, r, |c| c)));
     ensure!(
         same_header,
         "the circuit's challenge blocks differ in their header"
@@ -88,13 +88,9 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
         }
     };
     let b1 = &blocks[1];
-    let same_parts = (0..part.rows).into_par_iter().all(|r| {
-        let mut x = b0.row(head.rows + part.rows + r);
-        for (cols, _) in &mut x {
-            cols.iter_mut().for_each(|c| *c = own(*c));
-        }
-        x == b1.row(head.rows + r)
-    });
+    let same_parts = (0..part.rows)
+        .into_par_iter()
+        .all(|r| b0.same_row(head.rows + part.rows + r, b1, head.rows + r, own));
     ensure!(
         same_parts,
         "the circuit's challenge parts differ (a part reads another part's variables?)"
