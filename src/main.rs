@@ -65,11 +65,7 @@ fn real_main(cli: Cli) -> Result<()> {
             out_dir,
             seed,
         }) => {
-            let proof = match (proof, sector_size) {
-                (Some(p), _) => parse_registered_proof(&p)?,
-                (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?))?,
-                (None, None) => anyhow::bail!("gen-params needs --sector-size or --proof"),
-            };
+            let proof = registered_proof("gen-params", proof, sector_size)?;
             eprintln!("notice: generating {TEST_ONLY_NOTICE}");
             let t = std::time::Instant::now();
             let (paths, g) = testdata::gen_params::generate(proof, &out_dir, seed)?;
@@ -93,11 +89,7 @@ fn real_main(cli: Cli) -> Result<()> {
             sector_num,
             seed,
         }) => {
-            let proof = match (proof, sector_size) {
-                (Some(p), _) => parse_registered_proof(&p)?,
-                (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?))?,
-                (None, None) => anyhow::bail!("gen-c1 needs --sector-size or --proof"),
-            };
+            let proof = registered_proof("gen-c1", proof, sector_size)?;
             let seed = match seed {
                 Some(s) => gen_c1::parse_seed(&s)?,
                 None => rand::random(),
@@ -207,12 +199,7 @@ fn real_main(cli: Cli) -> Result<()> {
             force,
             threads,
         }) => {
-            let name = match (&proof, &sector_size) {
-                (Some(p), _) => p.clone(),
-                (None, Some(s)) => v1_1_proof(parse_sector_size(s)?).to_owned(),
-                (None, None) => anyhow::bail!("pce needs --sector-size SIZE or --proof NAME"),
-            };
-            let proof = parse_registered_proof(&name)?;
+            let proof = registered_proof("pce", proof, sector_size)?;
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads.unwrap_or(0))
                 .build()?;
@@ -278,6 +265,19 @@ fn write_json(path: Option<&std::path::Path>, value: &impl serde::Serialize) -> 
     match path {
         Some(p) => output::write_atomic(p, &serde_json::to_vec_pretty(value)?),
         None => Ok(()),
+    }
+}
+
+/// A subcommand's `--proof NAME` or `--sector-size SIZE` (its V1_1 proof).
+fn registered_proof(
+    cmd: &str,
+    proof: Option<String>,
+    sector_size: Option<String>,
+) -> Result<filecoin_proofs_api::RegisteredSealProof> {
+    match (proof, sector_size) {
+        (Some(p), _) => parse_registered_proof(&p),
+        (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?)),
+        (None, None) => anyhow::bail!("{cmd} needs --sector-size or --proof"),
     }
 }
 
