@@ -142,6 +142,7 @@ fn build_cuda(nvcc: &Path) {
     // reaches. On its own also means whole-program device code (cc compiles several .cu
     // files of one Build with --device-c, relocatable code whose out-of-line calls must
     // follow the full ABI); no kernel calls device code of another file.
+    let test_kernels = std::env::var_os("CARGO_FEATURE_TEST_KERNELS").is_some();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let cache = out.join("cuda-objects");
     std::fs::create_dir_all(&cache).expect("create the CUDA object cache");
@@ -156,7 +157,11 @@ fn build_cuda(nvcc: &Path) {
         "cuda/field/fp_test.cu",
         "cuda/device.cu",
         "cuda/field/fr_test.cu",
-    ] {
+    ]
+    .into_iter()
+    // The element-wise field kernels exist for the tests (feature test-kernels).
+    .filter(|f| test_kernels || !f.ends_with("_test.cu"))
+    {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         use std::hash::{Hash, Hasher};
         (nvcc, &archs, &defines, env!("CARGO_PKG_VERSION")).hash(&mut h);

@@ -2,10 +2,10 @@
 //!
 //! The pipeline, one module each: [`input`] (C1, SRS) → [`circuit`] → [`synth`] →
 //! [`prove`] (backend: cpu or cuda) → [`verify`] and [`output`] → [`report`]; [`pipeline`]
-//! runs them in order, [`cli`] turns flags into a validated [`cli::Config`]. [`bench`]
-//! times the GPU kernels.
+//! runs them in order, [`cli`] turns flags into a validated [`cli::Config`]. [`synthetic`]
+//! makes TEST-ONLY parameters and C1s locally. The developers' tools (test data,
+//! benchmarks) are the `cuzk-dev` crate in dev/.
 
-pub mod bench;
 pub mod circuit;
 pub mod cli;
 pub mod input;
@@ -15,5 +15,5 @@ pub mod pipeline;
 pub mod prove;
 pub mod report;
 pub mod synth;
-pub mod testdata;
+pub mod synthetic;
 pub mod verify;

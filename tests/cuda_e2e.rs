@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use cuzk_prove::cli::{Config, Device, PceEval, SrsDecode, BG2};
 use cuzk_prove::pipeline;
-use cuzk_prove::testdata::seal::Meta;
+use cuzk_prove::synthetic::meta::Meta;
 
 fn prove(c1: &str, device: Device, seed: u64) -> pipeline::Outcome {
     prove_with(c1, device, seed, |_| {})
@@ -41,7 +41,7 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
         ("testdata/2kib", "2KiB", "StackedDrg2KiBV1_1"),
         ("testdata/8mib", "8MiB", "StackedDrg8MiBV1_1"),
     ] {
-        ensure_params(size, proof);
+        ensure_params(proof);
         let meta: Meta =
             serde_json::from_slice(&std::fs::read(root().join(dir).join("meta.json")).unwrap())
                 .unwrap();

@@ -9,7 +9,7 @@ use common::gpu_or_skip;
 
 use blst::{blst_fp, blst_fp2};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use cuzk_prove::bench;
+use cuzk_dev::bench;
 use cuzk_prove::prove::cuda::{self, Msm};
 use ff::Field;
 use group::prime::PrimeCurveAffine;

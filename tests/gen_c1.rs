@@ -1,4 +1,4 @@
-//! `cuzk-prove gen-c1`: synthetic C1s that filecoin-proofs' vanilla verifier accepts, whose
+//! `cuzk-dev gen-c1` (synthetic::gen_c1): synthetic C1s that filecoin-proofs' vanilla verifier accepts, whose
 //! circuits are satisfied, and whose proofs filecoin-proofs' `verify_seal` accepts.
 
 mod common;
@@ -9,7 +9,8 @@ use blstrs::Scalar as Fr;
 use common::*;
 use cuzk_prove::circuit::Porep;
 use cuzk_prove::input::c1::read_c1;
-use cuzk_prove::testdata::seal::{unhex32, Meta};
+use cuzk_prove::synthetic::gen_c1;
+use cuzk_prove::synthetic::meta::{unhex32, Meta};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::constants::{
     DefaultPieceHasher, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
@@ -18,21 +19,18 @@ use filecoin_proofs::types::MerkleTreeTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedDrg};
 
-/// Runs `cuzk-prove gen-c1` and returns the C1 path and its metadata.
+/// Generates a C1 as `cuzk-dev gen-c1` does and returns its path and its metadata.
 fn gen_c1(dir: &Path, size: &str, seed: &str, extra: &[&str]) -> (PathBuf, Meta) {
     let c1 = dir.join(format!("{size}-{seed}.json"));
-    let out = std::process::Command::new(BIN)
-        .args(["gen-c1", "--sector-size", size, "--seed", seed, "-o"])
-        .arg(&c1)
-        .args(extra)
-        .output()
-        .expect("run cuzk-prove gen-c1");
-    assert!(
-        out.status.success(),
-        "gen-c1 {size} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta_path = dir.join(format!("{size}-{seed}.meta.json"));
+    let proof = cuzk_prove::input::c1::registered_proof("gen-c1", None, Some(size.into())).unwrap();
+    let opts = gen_c1::Options {
+        proof,
+        miner_id: 1000,
+        sector_num: 1,
+        seed: gen_c1::parse_seed(seed).unwrap(),
+    };
+    gen_c1::write_files(&opts, &c1, extra.contains(&"--raw")).expect("gen-c1");
+    let meta_path = gen_c1::meta_path(&c1);
     let meta: Meta = serde_json::from_slice(&std::fs::read(meta_path).unwrap()).unwrap();
     (c1, meta)
 }
@@ -185,7 +183,7 @@ fn corrupted_c1_fails_the_circuit() {
 /// cuzk-prove proves a generated C1 with gen-params parameters; filecoin-proofs accepts.
 fn prove_and_verify_seal(size: &str, proof_name: &str, seed: &str) {
     let dir = scratch(&format!("gen-c1-prove-{size}"));
-    let cache = ensure_params(size, proof_name);
+    let cache = ensure_params(proof_name);
     let (c1, meta) = gen_c1(&dir, size, seed, &[]);
     let out = dir.join("proof.bin");
     let r = run(&[
@@ -228,35 +226,4 @@ fn generated_8mib_c1_proves_and_filecoin_proofs_verifies() {
 #[test]
 fn generated_512mib_c1_proves_and_filecoin_proofs_verifies() {
     prove_and_verify_seal("512MiB", "StackedDrg512MiBV1_1", "5001");
-}
-
-#[test]
-fn gen_c1_bad_arguments_fail_with_one_line() {
-    let dir = scratch("gen-c1-bad");
-    for (args, needle) in [
-        (
-            vec!["--sector-size", "8MiB", "--seed", "xyz1"],
-            "--seed is not hex",
-        ),
-        (vec!["--sector-size", "8MiB", "--seed", "123"], "even count"),
-        (vec!["--sector-size", "3MiB"], "sector size"),
-        (
-            vec!["--proof", "StackedDrg8MiBV1_1_Feat_SyntheticPoRep"],
-            "interactive PoRep C1s only",
-        ),
-    ] {
-        let out = dir.join("c1.json");
-        let r = std::process::Command::new(BIN)
-            .arg("gen-c1")
-            .args(&args)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(!r.status.success(), "{args:?} succeeded");
-        assert!(err.contains(needle), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-        assert!(!out.exists());
-    }
 }

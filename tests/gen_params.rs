@@ -3,14 +3,13 @@
 
 mod common;
 
-use std::ffi::OsStr;
 use std::path::Path;
 
 use blstrs::{pairing, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use common::*;
 use cuzk_prove::input::srs::Srs;
-use cuzk_prove::testdata::gen_params::Trapdoor;
-use cuzk_prove::testdata::TEST_PARAMS_SEED;
+use cuzk_prove::synthetic::gen_params::Trapdoor;
+use cuzk_prove::synthetic::TEST_PARAMS_SEED;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -84,19 +83,8 @@ fn sampled_points_satisfy_the_trapdoor_relations() {
 #[ignore = "runs storage-proofs' generator: about 15 minutes on 2 cores"]
 fn storage_proofs_generator_headers_match_recorded() {
     let dir = scratch("sp-params");
-    let res = run(&[
-        OsStr::new("test-params"),
-        OsStr::new("--proof"),
-        OsStr::new("StackedDrg2KiBV1_1"),
-        OsStr::new("--param-cache"),
-        dir.as_os_str(),
-    ]);
-    assert!(
-        res.status.success(),
-        "{}",
-        String::from_utf8_lossy(&res.stderr)
-    );
     let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
+    cuzk_dev::test_params::generate(proof, &dir, 0).expect("storage-proofs' generator");
     let sp = cuzk_prove::input::srs::cache_paths(proof, Path::new(&dir))
         .unwrap()
         .params;

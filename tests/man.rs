@@ -6,10 +6,10 @@ mod common;
 fn man_page_matches_help() {
     let committed = std::fs::read_to_string(common::root().join("man/cuzk-prove.1"))
         .expect("man/cuzk-prove.1 is missing");
-    let generated = cuzk_prove::cli::manpage().unwrap();
+    let generated = cuzk_dev::cli::manpage().unwrap();
     assert!(
         committed == generated,
-        "man/cuzk-prove.1 is stale: regenerate it with `cargo run --release -- manpage > man/cuzk-prove.1`"
+        "man/cuzk-prove.1 is stale: regenerate it with `cargo run --release -p cuzk-dev -- manpage > man/cuzk-prove.1`"
     );
     // Every long flag of --help appears in the man page.
     let help = std::process::Command::new(common::BIN)

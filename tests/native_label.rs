@@ -12,7 +12,7 @@ use cuzk_prove::cli::{Config, Device};
 use cuzk_prove::input::c1::read_c1;
 use cuzk_prove::pipeline;
 use cuzk_prove::synth::witness;
-use cuzk_prove::testdata::gen_c1::{generate, Options};
+use cuzk_prove::synthetic::gen_c1::{generate, Options};
 use filecoin_proofs::constants::{
     SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
 };
@@ -85,7 +85,7 @@ fn native_witness_equals_the_gadgets_512mib_32gib_64gib_challenge() {
 /// default, tests/pce.rs proves from a cache the same way.)
 #[test]
 fn proofs_with_native_labels_off_are_the_same() {
-    let cache = ensure_params("2KiB", "StackedDrg2KiBV1_1");
+    let cache = ensure_params("StackedDrg2KiBV1_1");
     let dir = scratch("native-label");
     let prove = |native: bool, out: &str| {
         let mut cfg = Config::new(fixture_c1(), Some(dir.join(out)));

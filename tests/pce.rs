@@ -194,7 +194,7 @@ fn parallel_recording_equals_serial() {
     }
     repeated::<SectorShape2KiB>("testdata/2kib");
     repeated::<SectorShape8MiB>("testdata/8mib");
-    let g = cuzk_prove::testdata::gen_c1::generate(&cuzk_prove::testdata::gen_c1::Options {
+    let g = cuzk_prove::synthetic::gen_c1::generate(&cuzk_prove::synthetic::gen_c1::Options {
         proof: filecoin_proofs_api::RegisteredSealProof::StackedDrg32GiBV1_1,
         miner_id: 1000,
         sector_num: 1,

@@ -190,6 +190,29 @@ pub fn sector_size_name(bytes: u64) -> String {
     }
 }
 
+/// A subcommand's `--proof NAME` or `--sector-size SIZE` (its V1_1 proof).
+pub fn registered_proof(
+    cmd: &str,
+    proof: Option<String>,
+    sector_size: Option<String>,
+) -> Result<RegisteredSealProof> {
+    match (proof, sector_size) {
+        (Some(p), _) => parse_registered_proof(&p),
+        (None, Some(s)) => parse_registered_proof(v1_1_proof(parse_sector_size(&s)?)),
+        (None, None) => bail!("{cmd} needs --sector-size or --proof"),
+    }
+}
+
+pub fn v1_1_proof(sector_size: u64) -> &'static str {
+    match sector_size {
+        2048 => "StackedDrg2KiBV1_1",
+        8388608 => "StackedDrg8MiBV1_1",
+        536870912 => "StackedDrg512MiBV1_1",
+        34359738368 => "StackedDrg32GiBV1_1",
+        _ => "StackedDrg64GiBV1_1",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

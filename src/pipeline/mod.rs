@@ -22,7 +22,7 @@ use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
 use crate::report::Timings;
 use crate::synth::pce::{Pce, Saved};
-use crate::testdata::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
+use crate::synthetic::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
 
 pub mod memory_budget;
@@ -95,7 +95,7 @@ fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> R
         ),
     );
     let (paths, _) = t.time("generate test parameters", || {
-        testdata::gen_params::generate(proof, &cfg.param_cache, Some(TEST_PARAMS_SEED))
+        synthetic::gen_params::generate(proof, &cfg.param_cache, Some(TEST_PARAMS_SEED))
     })?;
     Ok(paths.params)
 }
@@ -535,7 +535,7 @@ pub fn prepare_pce(
     if cache.found && !force {
         return Ok(None);
     }
-    let g = testdata::gen_c1::generate(&testdata::gen_c1::Options {
+    let g = synthetic::gen_c1::generate(&synthetic::gen_c1::Options {
         proof,
         miner_id: 1000,
         sector_num: 1,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use cuzk_prove::testdata::seal::Meta;
+use cuzk_prove::synthetic::meta::Meta;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_cuzk-prove");
 
@@ -24,7 +24,7 @@ pub fn fixture_meta() -> Meta {
 
 /// The TEST-ONLY parameter cache shared by the tests and the README's main command
 /// (`target/test-params`, or `$CUZK_TEST_PARAMS`), generated on first use with
-/// `cuzk-prove gen-params` and the same seed `--gen-test-params` uses (storage-proofs'
+/// `cuzk-dev gen-params` and the same seed `--gen-test-params` uses (storage-proofs'
 /// generator makes the same shape, minutes slower: see tests/gen_params.rs). Also points
 /// filecoin-proofs' own verifier at it.
 pub fn param_cache() -> &'static Path {
@@ -39,17 +39,7 @@ pub fn param_cache() -> &'static Path {
             .params
             .exists()
         {
-            let seed = cuzk_prove::testdata::TEST_PARAMS_SEED.to_string();
-            let out = Command::new(BIN)
-                .args(["gen-params", "--sector-size", "2KiB", "--seed", &seed, "-o"])
-                .arg(&dir)
-                .output()
-                .expect("run cuzk-prove gen-params");
-            assert!(
-                out.status.success(),
-                "test parameter generation failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            generate_params(proof, &dir);
         }
         // filecoin-proofs reads its settings once per process, from the environment.
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
@@ -57,9 +47,9 @@ pub fn param_cache() -> &'static Path {
     })
 }
 
-/// Makes sure the TEST-ONLY parameters of `sector_size` (V1_1) are in [`param_cache`],
-/// generating them with `cuzk-prove gen-params` if missing (8MiB: ~2 min on 2 cores).
-pub fn ensure_params(sector_size: &str, proof: &str) -> &'static Path {
+/// Makes sure the TEST-ONLY parameters of `proof` are in [`param_cache`],
+/// generating them with `cuzk-dev gen-params` if missing (8MiB: ~2 min on 2 cores).
+pub fn ensure_params(proof: &str) -> &'static Path {
     let dir = param_cache();
     let registered = cuzk_prove::input::c1::parse_registered_proof(proof).unwrap();
     if !cuzk_prove::input::srs::cache_paths(registered, dir)
@@ -67,26 +57,17 @@ pub fn ensure_params(sector_size: &str, proof: &str) -> &'static Path {
         .params
         .exists()
     {
-        let seed = cuzk_prove::testdata::TEST_PARAMS_SEED.to_string();
-        let out = Command::new(BIN)
-            .args([
-                "gen-params",
-                "--sector-size",
-                sector_size,
-                "--seed",
-                &seed,
-                "-o",
-            ])
-            .arg(dir)
-            .output()
-            .expect("run cuzk-prove gen-params");
-        assert!(
-            out.status.success(),
-            "{sector_size} test parameter generation failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        generate_params(registered, dir);
     }
     dir
+}
+
+/// `cuzk-dev gen-params` in this process, with the seed `--gen-test-params` uses.
+fn generate_params(proof: filecoin_proofs_api::RegisteredSealProof, dir: &Path) {
+    let seed = Some(cuzk_prove::synthetic::TEST_PARAMS_SEED);
+    if let Err(e) = cuzk_prove::synthetic::gen_params::generate(proof, dir, seed) {
+        panic!("{proof:?} test parameter generation failed: {e:#}");
+    }
 }
 
 /// Removes the TEST-ONLY parameters of `proof` (and the recording beside them) from
@@ -132,7 +113,7 @@ pub fn run(args: &[&std::ffi::OsStr]) -> Output {
 
 /// filecoin-proofs' own verifier on a proof of the fixture.
 pub fn verify_seal(meta: &Meta, proof: &[u8]) -> bool {
-    use cuzk_prove::testdata::seal::unhex32;
+    use cuzk_prove::synthetic::meta::unhex32;
     param_cache();
     let registered = cuzk_prove::input::c1::parse_registered_proof(&meta.registered_proof).unwrap();
     filecoin_proofs_api::seal::verify_seal(

@@ -6,15 +6,17 @@ use anyhow::{bail, Result};
 use blstrs::Scalar as Fr;
 
 pub mod backend;
+#[cfg(feature = "test-kernels")]
 pub mod field;
 mod msm;
 pub mod ntt;
 pub mod pce_eval;
 pub use msm::{
-    gather_min_points, msm_g1, msm_g1_emulated, msm_g2, msm_g2_emulated, msm_points,
-    msm_points_emulated, msm_resident, msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm,
-    MsmReport, Points, Scalars,
+    gather_min_points, msm_g1, msm_g2, msm_points, msm_resident, msm_with, DevicePoints,
+    DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
 };
+#[cfg(feature = "test-kernels")]
+pub use msm::{msm_g1_emulated, msm_g2_emulated, msm_points_emulated};
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
 nvcc); rebuild with the CUDA toolkit (README: building with CUDA) or use --device cpu";

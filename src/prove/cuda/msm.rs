@@ -238,6 +238,7 @@ impl<P: GpuAffine> DevicePoints<P> {
 
     /// [`Self::decode`] with the device code run on the host (tests without a GPU).
     #[doc(hidden)]
+    #[cfg(feature = "test-kernels")]
     pub fn decode_emulated(raw: &[u8]) -> Result<Self> {
         Self::create(raw, true, false)
     }
@@ -566,12 +567,14 @@ pub fn msm_g2(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Project
 /// [`msm_g1`] with the device's per-thread code run on the host instead (slow; for tests
 /// on machines without a GPU).
 #[doc(hidden)]
+#[cfg(feature = "test-kernels")]
 pub fn msm_g1_emulated(points: &[G1Affine], scalars: &[Fr], cfg: Msm) -> Result<G1Projective> {
     Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, true)?.0)
 }
 
 /// [`msm_g2`] run on the host; see [`msm_g1_emulated`].
 #[doc(hidden)]
+#[cfg(feature = "test-kernels")]
 pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<G2Projective> {
     Ok(msm(Points::Host(points), Scalars::Host(scalars), cfg, true)?.0)
 }
@@ -579,6 +582,7 @@ pub fn msm_g2_emulated(points: &[G2Affine], scalars: &[Fr], cfg: Msm) -> Result<
 /// [`msm_points`] run on the host (see [`msm_g1_emulated`]), with what the emulated device
 /// did.
 #[doc(hidden)]
+#[cfg(feature = "test-kernels")]
 pub fn msm_points_emulated<P: GpuAffine>(
     points: &[P],
     scalars: &[Fr],

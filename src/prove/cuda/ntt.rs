@@ -135,6 +135,7 @@ pub fn quotient(a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<(Vec<Fr>, f32)> {
 
 /// [`quotient`] with the kernels' per-thread code run on the host (tests without a GPU).
 #[doc(hidden)]
+#[cfg(feature = "test-kernels")]
 pub fn quotient_emulated(a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<Vec<Fr>> {
     Ok(quotient_on(a, b, c, true, false)?.0)
 }
@@ -287,6 +288,7 @@ pub fn ntt(x: &mut [Fr], inverse: bool) -> Result<f32> {
 
 /// [`ntt`] run on the host (tests without a GPU).
 #[doc(hidden)]
+#[cfg(feature = "test-kernels")]
 pub fn ntt_emulated(x: &mut [Fr], inverse: bool) -> Result<()> {
     ntt_on(x, inverse, true).map(|_| ())
 }

@@ -1,4 +1,4 @@
-//! `cuzk-prove bench-witness`: one partition's witness-only synthesis (what `--pce`
+//! `cuzk-dev bench-witness`: one partition's witness-only synthesis (what `--pce`
 //! synthesizes per partition: its challenges in parallel on the pool), with
 //! `--native-label` on and off in alternation: one warm-up round (untimed, the two
 //! witnesses compared, so a faster path that computed something else fails the bench),
@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context, Result};
 
-use crate::circuit::porep_circuits;
-use crate::input::c1::read_c1;
+use cuzk_prove::circuit::porep_circuits;
+use cuzk_prove::input::c1::read_c1;
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Row {

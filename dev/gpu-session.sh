@@ -3,34 +3,34 @@
 # device host has no Rust). Build and pack on the build machine:
 #
 #   CUZK_CUDA_ARCHS=90 NVCC=… cargo test --release --features cuda --no-run
-#   scripts/gpu-session.sh pack            # → .gpu/bins.tgz (test binaries, cuzk-prove,
+#   dev/gpu-session.sh pack            # → .gpu/bins.tgz (test binaries, cuzk-prove,
 #                                          #   sppark-vs-cuzk if built; stripped)
 #
 # then on the GPU host, from the repository root, one phase per call (each fits 10 min):
 #
-#   scripts/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs;
+#   dev/gpu-session.sh check   # GPU tests (field, MSM, NTT, SRS decode, e2e proofs;
 #                                  # CHECK_TESTS="cuda_e2e …" picks some, SANITIZE=0 skips
 #                                  # compute-sanitizer)
-#   scripts/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
-#   scripts/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
-#   scripts/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
-#   scripts/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
-#                                     # bench/supraseal/supraseal-c2-bench.tar.gz)
-#   scripts/gpu-session.sh full32-gen # starts 32GiB TEST-ONLY parameters (~10 min, 47 GB;
+#   dev/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
+#   dev/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
+#   dev/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
+#   dev/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
+#                                     # dev/supraseal/supraseal-c2-bench.tar.gz)
+#   dev/gpu-session.sh full32-gen # starts 32GiB TEST-ONLY parameters (~10 min, 47 GB;
 #                                     # detached, setsid) and writes a synthetic 32GiB C1;
 #                                     # later calls must follow within the machine's warm
 #                                     # time (30 s) or the parameters are lost
-#   scripts/gpu-session.sh full32-wait  # waits for them (until $FULL32_UNTIL, epoch s)
-#   scripts/gpu-session.sh full32-run # waits, then whole 32GiB proofs: the PCE recording
+#   dev/gpu-session.sh full32-wait  # waits for them (until $FULL32_UNTIL, epoch s)
+#   dev/gpu-session.sh full32-run # waits, then whole 32GiB proofs: the PCE recording
 #                                     # run, then cached runs with --overlap-synth off and
 #                                     # on, alternating ($FULL32_RUNS: "1 2")
-#   scripts/gpu-session.sh full32-plain  # waits, then the plain command as users type it
+#   dev/gpu-session.sh full32-plain  # waits, then the plain command as users type it
 #                                     # (--param-cache only: the recording is made by the
 #                                     # first run and kept beside the parameters), runs 1–3,
 #                                     # then --memory-budget 48GiB; each proof checked with
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
-#   scripts/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
+#   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
 #                                     # cores; BENCH_WITNESS=0 skips it), the recording
 #                                     # run, and cached runs with --native-label off and on,
 #                                     # alternating ($FULL32_MODES: "off on")
@@ -56,7 +56,8 @@ pack() {
         [ -n "$f" ] && strip -o "$tmp/$t" "$f"
     done
     strip -o "$tmp/cuzk-prove" target/release/cuzk-prove
-    [ -x bench/sppark/target/release/sppark-vs-cuzk ] && cp bench/sppark/target/release/sppark-vs-cuzk "$tmp/"
+    strip -o "$tmp/cuzk-dev" target/release/cuzk-dev
+    [ -x dev/sppark/target/release/sppark-vs-cuzk ] && cp dev/sppark/target/release/sppark-vs-cuzk "$tmp/"
     mkdir -p .gpu && tar czf .gpu/bins.tgz -C "$tmp" . && ls -la .gpu/bins.tgz
     rm -rf "$tmp"
 }
@@ -72,7 +73,7 @@ setup() {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
     for s in 2KiB 8MiB; do  # once a machine
         [ -e "$CUZK_TEST_PARAMS/.made-$s" ] && continue
-        "$B/cuzk-prove" gen-params --sector-size $s --seed 0 -o "$CUZK_TEST_PARAMS" >> "$OUT/gen-params.log" 2>&1 &&
+        "$B/cuzk-dev" gen-params --sector-size $s --seed 0 -o "$CUZK_TEST_PARAMS" >> "$OUT/gen-params.log" 2>&1 &&
             touch "$CUZK_TEST_PARAMS/.made-$s"
     done
 }
@@ -107,14 +108,14 @@ check)
     ;;
 bench)
     setup
-    run bench-gpu "$B/cuzk-prove" bench-gpu --max-log 24 --g2-max-log 22 --runs 5 --json "$OUT/bench-gpu.json"
-    run bench-gpu-26 "$B/cuzk-prove" bench-gpu --min-log 26 --max-log 26 --g2-max-log 22 --runs 3
+    run bench-gpu "$B/cuzk-dev" bench-gpu --max-log 24 --g2-max-log 22 --runs 5 --json "$OUT/bench-gpu.json"
+    run bench-gpu-26 "$B/cuzk-dev" bench-gpu --min-log 26 --max-log 26 --g2-max-log 22 --runs 3
     [ -x "$B/sppark-vs-cuzk" ] &&
         run sppark "$B/sppark-vs-cuzk" --max-log 24 --runs 5 --pin --json "$OUT/sppark.json"
     ;;
 partition) # one synthetic 32GiB-shape partition (~2 min, most of it generating inputs)
     setup
-    run partition "$B/cuzk-prove" bench-gpu --partition --runs 3 --json "$OUT/partition.json"
+    run partition "$B/cuzk-dev" bench-gpu --partition --runs 3 --json "$OUT/partition.json"
     ;;
 e2e)
     setup
@@ -130,9 +131,9 @@ e2e)
         done
     done
     ;;
-supraseal) # supraseal-c2 on the same C1s: bench/supraseal/build.sh makes the archive
+supraseal) # supraseal-c2 on the same C1s: dev/supraseal/build.sh makes the archive
     setup
-    tar xzf bench/supraseal/supraseal-c2-bench.tar.gz -C "$B"
+    tar xzf dev/supraseal/supraseal-c2-bench.tar.gz -C "$B"
     for sz in 2kib 8mib; do
         for i in 1 2 3; do  # single shot, as cuzk-prove runs
             CUDA_VISIBLE_DEVICES=0 "$B/supraseal-c2-bench" --c1 testdata/$sz/c1.json \
@@ -150,9 +151,9 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     mkdir -p "$B"; [ -x "$B/cuzk-prove" ] || tar xzf .gpu/bins.tgz -C "$B"
     gen_done() { grep -q '^rc=' "$D/gen.log" 2>/dev/null; }
     if [ "$1" = full32-gen ]; then
-        setsid nohup bash -c "'$B/cuzk-prove' gen-params --sector-size 32GiB --seed 1 -o '$D/p32'; echo rc=\$?" \
+        setsid nohup bash -c "'$B/cuzk-dev' gen-params --sector-size 32GiB --seed 1 -o '$D/p32'; echo rc=\$?" \
             > "$D/gen.log" 2>&1 < /dev/null &
-        run gen-c1 "$B/cuzk-prove" gen-c1 --sector-size 32GiB --seed ${FULL32_SEED:-32} -o "$D/c1-32g.json"
+        run gen-c1 "$B/cuzk-dev" gen-c1 --sector-size 32GiB --seed ${FULL32_SEED:-32} -o "$D/c1-32g.json"
         exit 0
     fi
     UNTIL=${FULL32_UNTIL:-$(( $(date +%s) + 540 ))}
@@ -165,7 +166,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     if [ "$1" = full32-plain ]; then
         # As a user types it: no --pce-cache; the recording goes beside the parameters.
         P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" -o "$D/proof.bin" --timings)
-        V=("$B/cuzk-prove" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
+        V=("$B/cuzk-dev" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
         rm -f "$D/p32/"*.pce
         for i in ${FULL32_RUNS:-1 2 3}; do
             run "full32-plain-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/plain-$i.json"
@@ -181,7 +182,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
             for i in 0 $(seq 1 "${SMALL_RUNS:-3}"); do
                 run "plain-$sz-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
                     --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
-                run "verify-$sz-$i" "$B/cuzk-prove" verify-seal --meta testdata/$sz/meta.json \
+                run "verify-$sz-$i" "$B/cuzk-dev" verify-seal --meta testdata/$sz/meta.json \
                     --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
             done
         done
@@ -190,7 +191,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
     if [ "$1" = full32-native ]; then
         [ "${BENCH_WITNESS:-1}" = 1 ] &&
-            run bench-witness-32g "$B/cuzk-prove" bench-witness --c1 "$D/c1-32g.json" --runs 3 \
+            run bench-witness-32g "$B/cuzk-dev" bench-witness --c1 "$D/c1-32g.json" --runs 3 \
                 --json "$OUT/bench-witness-32g.json"
         [ -s "$D/pce/"*.pce ] 2>/dev/null ||
             run full32-record "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/record.json"

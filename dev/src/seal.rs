@@ -14,36 +14,8 @@ use rand::{Rng, RngCore};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
-use crate::input::c1::prover_id_from_miner;
-
-/// What a test needs to verify a proof of the fixture independently.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Meta {
-    pub registered_proof: String,
-    pub miner_id: u64,
-    pub prover_id: String,
-    pub sector_num: u64,
-    pub ticket: String,
-    pub seed: String,
-    pub comm_r: String,
-    pub comm_d: String,
-    /// The `gen-c1 --seed` a synthetic C1 was made from (absent for really sealed ones).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gen_c1_seed: Option<String>,
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-pub fn unhex32(s: &str) -> Result<[u8; 32]> {
-    anyhow::ensure!(s.len() == 64, "expected 64 hex digits, got {}", s.len());
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)?;
-    }
-    Ok(out)
-}
+use cuzk_prove::input::c1::prover_id_from_miner;
+use cuzk_prove::synthetic::meta::{hex, Meta};
 
 /// Seals one sector of `proof` in a scratch directory and writes `c1.json` and
 /// `meta.json` into `out_dir`.

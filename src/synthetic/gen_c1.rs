@@ -57,7 +57,7 @@ use storage_proofs_porep::stacked::{
     ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
 };
 
-use super::seal::{hex, Meta};
+use super::meta::{hex, Meta};
 use crate::input::c1::prover_id_from_miner;
 
 /// Nodes of the random block the synthetic sector repeats (128 KiB of data).
@@ -604,6 +604,24 @@ impl PeriodicTreeD {
             })
             .collect()
     }
+}
+
+/// Generates a C1 and writes it to `out` (lotus-bench wrapper, or `raw` JSON) with its
+/// metadata beside it ([`meta_path`]); both or neither are left. Returns what was made
+/// and the C1's size in bytes.
+pub fn write_files(opts: &Options, out: &Path, raw: bool) -> Result<(Generated, usize)> {
+    crate::output::check_path(out)?;
+    let meta_path = meta_path(out);
+    let g = generate(opts)?;
+    let bytes = encode(&g.c1, opts.sector_num, raw)?;
+    crate::output::write_atomic(out, &bytes)
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    if let Err(e) = crate::output::write_atomic(&meta_path, &serde_json::to_vec_pretty(&g.meta)?) {
+        // No C1 without its metadata: the pair is the output.
+        let _ = std::fs::remove_file(out);
+        return Err(e).with_context(|| format!("cannot write {}", meta_path.display()));
+    }
+    Ok((g, bytes.len()))
 }
 
 /// The metadata file written next to a generated C1: `x.json` → `x.meta.json`.

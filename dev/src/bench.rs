@@ -1,4 +1,4 @@
-//! `cuzk-prove bench-gpu`: kernel benchmarks on the GPU, each size warmed up once and then
+//! `cuzk-dev bench-gpu`: kernel benchmarks on the GPU, each size warmed up once and then
 //! timed `--runs` times, median reported. G1 MSM over random scalars and over witness-like
 //! ones (mostly 0 and 1, as PoRep's are) with the split on and off, G2 MSM, the NTT, and
 //! the quotient H. MSM times are wall clock around one call: "host points" rows include
@@ -31,8 +31,8 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 use crate::cli::BenchRows;
-use crate::prove::cuda::{self, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
-use crate::synth::{Density, ProvingAssignment};
+use cuzk_prove::prove::cuda::{self, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
+use cuzk_prove::synth::{Density, ProvingAssignment};
 
 const CHUNK: usize = 1 << 14;
 
@@ -537,10 +537,11 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
 /// real circuit's rows, terms and coefficients at the 32GiB size. H from both paths is
 /// checked equal.
 fn pce_eval(o: &Options, c1: &std::path::Path, rows: &mut Rows) -> Result<()> {
-    use crate::prove::cuda::{ntt, pce_eval::DevicePce};
+    use cuzk_prove::prove::cuda::{ntt, pce_eval::DevicePce};
     use std::sync::Arc;
-    let c1 = crate::input::c1::read_c1(c1)?;
-    let circuits = crate::circuit::porep_circuits(&c1.registered_proof.as_v1_config(), c1.output)?;
+    let c1 = cuzk_prove::input::c1::read_c1(c1)?;
+    let circuits =
+        cuzk_prove::circuit::porep_circuits(&c1.registered_proof.as_v1_config(), c1.output)?;
     let pce = step("recording the first partition", || circuits.record(0))?;
     let w = step("its witness", || circuits.witness(0))?;
     let pce = Arc::new(step("tiling", || pce.tiled(o.pce_tiles))?);

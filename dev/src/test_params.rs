@@ -19,7 +19,7 @@ use rand_core::SeedableRng;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
-pub use crate::input::srs::{cache_paths, CachePaths};
+pub use cuzk_prove::input::srs::{cache_paths, CachePaths};
 
 fn generate_shape<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredSealProof,
@@ -68,7 +68,7 @@ pub fn generate(proof: RegisteredSealProof, dir: &Path, seed: u64) -> Result<Cac
         .with_context(|| format!("cannot write {}", paths.vk.display()))?;
     let meta = serde_json::json!({
         "sector_size": u64::from(proof.sector_size()),
-        "test_only": super::TEST_ONLY_NOTICE,
+        "test_only": cuzk_prove::synthetic::TEST_ONLY_NOTICE,
     });
     write(&paths.meta, &|f| {
         serde_json::to_writer(f, &meta).map_err(std::io::Error::other)
