@@ -151,12 +151,13 @@ fn build_cuda(nvcc: &Path) {
     for f in [
         "cuda/msm/msm.cu", // the longest first: the parallel compiles below finish sooner
         "cuda/ntt/ntt.cu",
+        "cuda/groth16/quotient.cu",
         "cuda/srs/points.cu",
         "cuda/msm/scalars.cu",
         "cuda/pce/pce.cu",
-        "cuda/field/fp_test.cu",
-        "cuda/device.cu",
-        "cuda/field/fr_test.cu",
+        "cuda/ff/fp_test.cu",
+        "cuda/util/device.cu",
+        "cuda/ff/fr_test.cu",
     ]
     .into_iter()
     // The element-wise field kernels exist for the tests (feature test-kernels).

@@ -1,5 +1,6 @@
 // Entry points for scalar sets (scalars.cuh): upload, select by a density bitmap, free.
-// MSMs read a set directly (msm/msm.cu); the NTT can leave H in one (ntt/ntt.cu).
+// MSMs read a set directly (msm/msm.cu); the quotient can leave H in one
+// (groth16/quotient.cu).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -136,9 +137,9 @@ extern "C" void cuzk_scalars_free(void* set) { delete (ScalarSet*)set; }
 namespace {
 
 // An upload under way (cuzk_scalars_begin … cuzk_scalars_end): the copy runs on a worker
-// thread and a stream of its own (exec.cuh, upload_async), so the caller can queue other
-// work on the device meanwhile: the prover uploads a partition's aux assignment while
-// its H MSM runs.
+// thread and a stream of its own (exec/device_exec.cuh, upload_async), so the caller can
+// queue other work on the device meanwhile: the prover uploads a partition's aux
+// assignment while its H MSM runs.
 struct ScalarUpload {
     char err[512] = {};
     std::chrono::steady_clock::time_point t0;  // CUZK_TRACE: when it began

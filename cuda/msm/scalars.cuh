@@ -3,8 +3,8 @@
 // to the variables of the A or B query, or H's coefficients straight from the NTT, so
 // that no scalar vector makes a round trip through the host.
 #pragma once
-#include "../exec.cuh"
-#include "../field/fp.cuh"
+#include "../exec/exec.cuh"
+#include "../ff/fp.cuh"
 
 namespace cuzk {
 

@@ -1,6 +1,5 @@
-// Radix-2 NTT over Fr and the Groth16 quotient H = (A·B − C)/Z, with the CPU backend's
-// result (prove/cpu/fft.rs: iNTT, coset NTT, pointwise (a·b − c)·Z⁻¹, coset iNTT, keep the
-// m − 1 low coefficients) in six transforms instead of its seven (quotient()).
+// Radix-2 NTT over Fr: the transforms of the Groth16 quotient H (groth16/quotient.cu,
+// through ntt.cuh), and cuzk_ntt, one plain transform for tests and benchmarks.
 //
 // Orders: forward transforms are decimation in time (bit-reversed in, natural out), inverse
 // ones decimation in frequency (natural in, bit-reversed out), so the pipeline needs no
@@ -23,7 +22,7 @@
 // Inside a pass each thread runs up to 3 stages at a time on 8 elements in registers
 // (FusedStages), exchanging through shared memory between such groups.
 //
-// Written once against the executor interface (exec.cuh): the same code runs as CUDA
+// Written once against the executor interface (exec/exec.cuh): the same code runs as CUDA
 // kernels or, for tests on machines without a GPU, on the host (with small blocks there,
 // so the tests cross several passes).
 #include <algorithm>
@@ -35,21 +34,18 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "../exec.cuh"
-#include "../field/fp.cuh"
-#include "../msm/scalars.cuh"
-#include "../pce/eval.cuh"
+#include "ntt.cuh"
 
 namespace {
 
 using Fr = cuzk::FrMont;
 
-struct PowTable {
-    const Fr* lo;
-    const Fr* hi;
-    unsigned L;
-    CUZK_HD Fr at(uint64_t e) const { return cuzk::mul(hi[e >> L], lo[e & ((1ull << L) - 1)]); }
-};
+using cuzk::ntt::Pass;
+using cuzk::ntt::PowTable;
+using cuzk::ntt::Roots;
+using cuzk::ntt::Scale;
+using cuzk::ntt::Tables;
+using cuzk::ntt::Transform;
 
 // Products by powers, twiddles and constants take the element as their lazy operand
 // (mont.cuh, mul_lazy): elements stay in [0, 2r) through a transform and are reduced once,
@@ -82,21 +78,6 @@ CUZK_HD Fr times_entry(const Fr& v, const Fr* p) {
     return cuzk::mul_lazy(*p, v);
 #endif
 }
-
-// What the last DIF pass multiplies its outputs by: nothing, scale^rev(index) from a
-// power table (the coset scaling that follows an inverse transform, m⁻¹ included), or one
-// constant (m⁻¹ of a plain inverse transform: one product instead of two).
-struct Scale {
-    enum Kind { NONE, TABLE, CONSTANT } kind = NONE;
-    PowTable table{};
-    Fr c{};
-};
-inline Scale table_scale(const PowTable& t) {
-    Scale s;
-    s.kind = Scale::TABLE;
-    s.table = t;
-    return s;
-}
 #ifdef __CUDA_ARCH__
 __device__ __noinline__ Fr times_call(Fr v, Fr c) { return cuzk::mul_lazy(c, v); }
 #endif
@@ -117,14 +98,6 @@ CUZK_HD uint64_t rev(uint64_t i, unsigned log_m) {
     return r;
 #endif
 }
-
-// r[i] = ω_(2^R)^i for i < 2^(R−1): the twiddles of every stage of a pass, read without a
-// product (R ≥ the pass's K).
-struct Roots {
-    const Fr* r;
-    unsigned R;
-};
-
 // Elements a thread keeps in registers, log2: it runs REG_LOG consecutive stages on them
 // between shared-memory exchanges (a radix-8 step of the same radix-2 network, same
 // twiddles), so a pass of K stages needs ⌈K/3⌉ − 1 barriers instead of K + 1, and each
@@ -356,7 +329,7 @@ static_assert(REG_LOG >= 1 && REG_LOG <= 3, "FusedStages dispatches groups of 1.
 // The fused kernels with a register budget: at most 256 threads (2^11 elements per block,
 // 2^3 per thread) and two blocks per SM, i.e. ≤ 128 registers a thread. Left to itself
 // ptxas takes ~200, which keeps one block (8 warps) per SM and idles it at every barrier.
-// Same body as exec.cuh's for_each_block, which has no bounds.
+// Same body as exec/device_exec.cuh's for_each_block, which has no bounds.
 #ifndef CUZK_NTT_MIN_BLOCKS
 #define CUZK_NTT_MIN_BLOCKS 2
 #endif
@@ -384,53 +357,6 @@ struct RootsFn {
     CUZK_HD void operator()(size_t i) const { r[i] = w.at(i * step); }
 };
 
-// a = a·b·z (the six-transform quotient: C enters as coefficients, quotient())
-struct PointwiseProduct {
-    Fr* a;
-    const Fr* b;
-    Fr z;
-    CUZK_HD void operator()(size_t i) const { a[i] = cuzk::mul(cuzk::mul(a[i], b[i]), z); }
-};
-
-// a = (a·b − c)·z
-struct Pointwise {
-    Fr* a;
-    const Fr* b;
-    const Fr* c;
-    Fr z;
-    CUZK_HD void operator()(size_t i) const {
-        a[i] = cuzk::mul(cuzk::sub(cuzk::mul(a[i], b[i]), c[i]), z);
-    }
-};
-
-}  // namespace
-
-// x^e = hi[k][e >> L] · lo[k][e & (2^L − 1)] for four bases x; ntt.rs builds them.
-struct CuzkPowTables {
-    const Fr* lo[4];
-    const Fr* hi[4];
-    size_t lo_len;
-    size_t hi_len;
-    unsigned L;
-};
-
-namespace {
-
-template <class Exec>
-int upload_tables(Exec& ex, typename Exec::template Buf<Fr>& buf, const CuzkPowTables& t,
-                  int count, PowTable* out) {
-    const size_t per = t.lo_len + t.hi_len;
-    CUZK_RC(ex.alloc(buf, count * per, "NTT power tables"));
-    for (int k = 0; k < count; ++k) {
-        Fr* lo = buf.ptr + k * per;
-        Fr* hi = lo + t.lo_len;
-        CUZK_RC(ex.upload(lo, t.lo[k], t.lo_len));
-        CUZK_RC(ex.upload(hi, t.hi[k], t.hi_len));
-        out[k] = PowTable{lo, hi, t.L};
-    }
-    return 0;
-}
-
 // Elements per block of a fused pass, log2: GPU_BLOCK_LOG on the GPU; 2^6 in the host
 // emulation, so that the tests' small transforms cross passes and still meet every
 // register-group shape (1..3 stages, exchanges, all slot() bits).
@@ -445,9 +371,6 @@ constexpr unsigned block_log() {
 // reads and writes runs of 2^q = 2^(E−K) consecutive elements, down to single ones (32 B,
 // one memory sector): at 2^21 and 2^22 that saves a pass against runs of ≥ 4 elements,
 // and measured no slower elsewhere (docs/PERF.md, session 8).
-struct Pass {
-    unsigned s, K, q;
-};
 template <class Exec>
 int plan(unsigned log_m, Pass* passes) {
     const unsigned e = block_log<Exec>();
@@ -492,26 +415,6 @@ inline bool tabled(const Pass& p, unsigned twist_log) {
     return p.s > 0 && p.s + p.K <= twist_log;
 }
 
-// A transform of m = 2^log_m by ω = w: its passes, their roots of unity (2^(R−1) of them,
-// R the largest pass: every pass's K ≤ R ≤ log_m) and twist tables. The tables depend on
-// (m, ω) only: on the GPU they are made once per device, m and ω and kept for the process
-// (like sppark's precomputed twiddles: the prover's partitions and a benchmark's runs
-// share them); the emulation makes them per call.
-struct Tables {
-    const Fr* roots;
-    const Fr* tw[64];  // per pass: its twist table, or null
-};
-template <class Exec>
-struct Transform {
-    uint64_t m;
-    Pass passes[64];
-    int count;
-    Roots roots;
-    PowTable w;
-    Tables tab;
-    typename Exec::template Buf<Fr> buf;  // the tables, when not kept
-};
-
 // Builds t's tables into buf (2^(R−1) roots, then each tabled pass's twists).
 template <class Exec>
 int build_tables(Exec& ex, Transform<Exec>* t, typename Exec::template Buf<Fr>& buf) {
@@ -547,8 +450,25 @@ struct TableCache {
     }
 };
 
-// w: ω's power tables on the device; w_lo_host, w_hi_host: the same on the host, whose
-// first entries (ω among them) key the kept tables.
+template <bool DIT, class Exec>
+int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
+             const Fr* tw, const Scale& scale, bool last, Fr* out = nullptr,
+             uint64_t out_len = 0, const Fr* sub = nullptr) {
+    const unsigned e_log = p.K + p.q;
+    // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
+    // the kernels' bound: passes of one or two stages loop over their groups.
+    const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
+    return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
+                            FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
+                                             roots, w, tw, scale, out, out_len, sub, last},
+                            DIT ? "NTT DIT stages" : "NTT DIF stages");
+}
+
+}  // namespace
+
+namespace cuzk {
+namespace ntt {
+
 template <class Exec>
 int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t lo_len,
                    const Fr* w_hi_host, size_t hi_len, Transform<Exec>* t) {
@@ -593,28 +513,9 @@ int make_transform(Exec& ex, uint64_t m, PowTable w, const Fr* w_lo_host, size_t
     return 0;
 }
 
-template <bool DIT, class Exec>
-int run_pass(Exec& ex, Fr* x, uint64_t m, const Pass& p, Roots roots, PowTable w,
-             const Fr* tw, const Scale& scale, bool last, Fr* out = nullptr,
-             uint64_t out_len = 0, const Fr* sub = nullptr) {
-    const unsigned e_log = p.K + p.q;
-    // One thread per register group of 2^min(K, REG_LOG) elements (256 at 2^11), at most
-    // the kernels' bound: passes of one or two stages loop over their groups.
-    const unsigned threads = std::min(FUSED_THREADS, 1u << (e_log - std::min(p.K, REG_LOG)));
-    return ex.launch_blocks(m >> e_log, threads, (sizeof(Fr) << e_log),
-                            FusedStages<DIT>{x, m, (unsigned)__builtin_ctzll(m), p.s, p.K, p.q,
-                                             roots, w, tw, scale, out, out_len, sub, last},
-                            DIT ? "NTT DIT stages" : "NTT DIF stages");
-}
-
-// Natural-order evaluations → bit-reversed coefficients ·m, then each multiplied by
-// scale^rev(j) or a constant (m⁻¹ and the coset factors live in that table). With
-// out, the coefficients go there in natural order instead, the first out_len of them.
-// With sub too, out gets each coefficient less the one sub holds (bit-reversed, reduced).
-// t: the transform by ω⁻¹.
 template <class Exec>
 int inverse_dif(Exec& ex, Fr* x, const Transform<Exec>& t, const Scale& scale,
-                Fr* out = nullptr, uint64_t out_len = 0, const Fr* sub = nullptr) {
+                Fr* out, uint64_t out_len, const Fr* sub) {
     for (int i = t.count - 1; i >= 0; --i)
         CUZK_RC(run_pass<false>(ex, x, t.m, t.passes[i], t.roots, t.w, t.tab.tw[i],
                                 i == 0 ? scale : Scale{}, i == 0, i == 0 ? out : nullptr,
@@ -630,111 +531,26 @@ int forward_dit(Exec& ex, Fr* x, const Transform<Exec>& t) {
     return 0;
 }
 
-// How H is computed. Seven transforms, the textbook way (and the CPU backend's): A, B
-// and C each by an inverse and a coset transform, then h = coset-iNTT((a·b − c)·z) with
-// z = Z⁻¹, a constant on the coset. Six: every step is linear and z is a constant, so
-// h = z·coset-iNTT(a·b) − z·C where C, the coefficients of C, takes one inverse
-// transform: C's coset transform is saved. Exactly equal, coefficient by coefficient, for
-// any a, b, c. CUZK_H_TRANSFORMS=7 selects the seven, for measuring.
-inline bool h_seven_transforms() {
-    static const bool seven = cuzk::env_long("CUZK_H_TRANSFORMS", 6, 7, 6) == 7;
-    return seven;
-}
+// Both executors' instances, for the quotient (groth16/quotient.cu).
+template int make_transform(DeviceExec&, uint64_t, PowTable, const Fr*, size_t, const Fr*,
+                            size_t, Transform<DeviceExec>*);
+template int make_transform(HostExec&, uint64_t, PowTable, const Fr*, size_t, const Fr*,
+                            size_t, Transform<HostExec>*);
+template int inverse_dif(DeviceExec&, Fr*, const Transform<DeviceExec>&, const Scale&, Fr*,
+                         uint64_t, const Fr*);
+template int inverse_dif(HostExec&, Fr*, const Transform<HostExec>&, const Scale&, Fr*,
+                         uint64_t, const Fr*);
+template int forward_dit(DeviceExec&, Fr*, const Transform<DeviceExec>&);
+template int forward_dit(HostExec&, Fr*, const Transform<HostExec>&);
 
-// Where the evaluations a, b, c come from: host memory (n each), or a recorded constraint
-// system evaluated on the device at a witness (--pce-eval gpu): the inputs from the host,
-// the aux assignment from a scalar set already there.
-struct Evaluations {
-    const Fr* host[3] = {nullptr, nullptr, nullptr};
-    size_t n = 0;
-    const cuzk::PceSet* pce = nullptr;
-    const Fr* inputs = nullptr;
-    size_t n_inputs = 0;
-    const cuzk::ScalarSet* aux = nullptr;
-    float* ms_eval = nullptr;  // the evaluation's and check's device time
-};
+}  // namespace ntt
+}  // namespace cuzk
 
-// H into host memory h, or (h_set not null) into a new scalar set *h_set, for an MSM that
-// reads it where it is.
-template <class Exec>
-int quotient(Exec& ex, const Evaluations& ev, unsigned log_m, const CuzkPowTables& tables,
-             const Fr& z_inv, Fr* h, cuzk::ScalarSet* h_set, float* ms) {
-    const uint64_t m = 1ull << log_m;
-    const size_t n = ev.pce ? ev.pce->rows : ev.n;
-    if (n > m) {
-        snprintf(ex.err, ex.errlen, "%zu evaluations do not fit the domain 2^%u", n, log_m);
-        return -1;
-    }
-    typename Exec::template Buf<Fr> da, db, dc, dtab, own_h;
-    auto& dh = h_set ? cuzk::storage(*h_set, ex) : own_h;
-    CUZK_RC(ex.alloc(da, m, "NTT a"));
-    CUZK_RC(ex.alloc(db, m, "NTT b"));
-    CUZK_RC(ex.alloc(dc, m, "NTT c"));
-    CUZK_RC(ex.alloc(dh, m - 1, "NTT h"));
-    PowTable pt[4];  // ω, ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e
-    CUZK_RC(upload_tables(ex, dtab, tables, 4, pt));
-    Transform<Exec> fwd, inv;
-    CUZK_RC(make_transform(ex, m, pt[0], tables.lo[0], tables.lo_len, tables.hi[0],
-                           tables.hi_len, &fwd));
-    CUZK_RC(make_transform(ex, m, pt[1], tables.lo[1], tables.lo_len, tables.hi[1],
-                           tables.hi_len, &inv));
-    Fr* bufs[3] = {da.ptr, db.ptr, dc.ptr};
-    if (ev.pce) {
-        typename Exec::Timer t_eval;
-        CUZK_RC(ex.start(t_eval));
-        CUZK_RC(cuzk::pce_eval(ex, *ev.pce, ev.inputs, ev.n_inputs, ev.aux->ptr(), ev.aux->n,
-                               bufs));
-        CUZK_RC(ex.stop(t_eval));
-        CUZK_RC(ex.sync("PCE evaluation"));
-        if (ev.ms_eval) CUZK_RC(ex.elapsed(t_eval, ev.ms_eval));
-    }
-    // Each input's upload overlaps the transforms of the one before it (kernels queue on
-    // the default stream, the copy runs beside them); the timers cover the kernels only.
-    CUZK_RC(ex.sync_stream("NTT buffers"));
-    const bool seven = h_seven_transforms();
-    // Six transforms: C's coefficients times z·m⁻¹ (the third table's entry 0 is m⁻¹·g⁰),
-    // bit-reversed, in place.
-    Scale c_scale;
-    c_scale.kind = Scale::CONSTANT;
-    c_scale.c = cuzk::mul(cuzk::mul(tables.hi[2][0], tables.lo[2][0]), z_inv);
-    typename Exec::Timer timer[4];
-    for (int k = 0; k < 3; ++k) {
-        if (!ev.pce) CUZK_RC(ex.upload_overlapped(bufs[k], ev.host[k], n));
-        CUZK_RC(ex.start(timer[k]));
-        CUZK_RC(ex.zero(bufs[k] + n, m - n));
-        if (k < 2 || seven) {
-            CUZK_RC(inverse_dif(ex, bufs[k], inv, table_scale(pt[2])));  // then coset scale
-            CUZK_RC(forward_dit(ex, bufs[k], fwd));
-        } else {
-            CUZK_RC(inverse_dif(ex, bufs[k], inv, c_scale));
-        }
-        CUZK_RC(ex.stop(timer[k]));
-    }
-    CUZK_RC(ex.start(timer[3]));
-    // Then coset unscale, into h in natural order (m − 1 coefficients).
-    if (seven) {
-        CUZK_RC(ex.launch(m, Pointwise{da.ptr, db.ptr, dc.ptr, z_inv}, "NTT (ab − c)/Z", 256));
-        CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1));
-    } else {
-        CUZK_RC(ex.launch(m, PointwiseProduct{da.ptr, db.ptr, z_inv}, "NTT ab/Z", 256));
-        CUZK_RC(inverse_dif(ex, da.ptr, inv, table_scale(pt[3]), dh.ptr, m - 1, dc.ptr));
-    }
-    CUZK_RC(ex.stop(timer[3]));
-    CUZK_RC(ex.sync("NTT quotient kernels"));
-    if (ms) {
-        *ms = 0;
-        for (auto& t : timer) {
-            float part;
-            CUZK_RC(ex.elapsed(t, &part));
-            *ms += part;
-        }
-    }
-    if (h_set) {
-        h_set->n = m - 1;
-        return 0;
-    }
-    return ex.download(h, dh.ptr, m - 1);
-}
+namespace {
+
+using cuzk::ntt::inverse_dif;
+using cuzk::ntt::make_transform;
+using cuzk::ntt::upload_tables;
 
 template <class Exec>
 int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& tables, float* ms) {
@@ -766,86 +582,6 @@ int ntt(Exec& ex, Fr* x, unsigned log_m, int inverse, const CuzkPowTables& table
 }
 
 }  // namespace
-
-// H from the evaluations a, b, c (n ≤ m = 2^log_m each, zero-padded to m): writes m − 1
-// coefficients to h (host buffers), or, when h_set is not null, leaves them in a new
-// scalar set *h_set (cuzk_scalars_free) for an MSM to read on the device. tables: ω,
-// ω⁻¹, m⁻¹·g^e, m⁻¹·g^−e; *z_inv = (g^m − 1)⁻¹. *ms gets the kernels' device time (CUDA
-// events; uploads and download excluded). emulate ≠ 0 runs on the host.
-// Returns 0, or non-zero with err set.
-extern "C" int cuzk_ntt_quotient(const Fr* a, const Fr* b, const Fr* c, size_t n,
-                                 unsigned log_m, CuzkPowTables tables, const Fr* z_inv, Fr* h,
-                                 void** h_set, int emulate, float* ms, char* err,
-                                 size_t errlen) {
-    if (log_m > 32 || n > (1ull << log_m)) {
-        snprintf(err, errlen, "cuzk_ntt_quotient: %zu evaluations do not fit the domain 2^%u",
-                 n, log_m);
-        return -1;
-    }
-    cuzk::ScalarSet* set = nullptr;
-    if (h_set) {
-        *h_set = nullptr;
-        set = new (std::nothrow) cuzk::ScalarSet{};
-        if (!set) {
-            snprintf(err, errlen, "cuzk_ntt_quotient: out of host memory");
-            return -1;
-        }
-        set->emulate = emulate != 0;
-    }
-    Evaluations ev;
-    ev.host[0] = a;
-    ev.host[1] = b;
-    ev.host[2] = c;
-    ev.n = n;
-    int rc = 0;
-    if (log_m > 0)  // m = 1: H has no coefficients
-        rc = cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
-            return quotient(ex, ev, log_m, tables, *z_inv, h, set, ms);
-        });
-    if (set && rc != 0) delete set;
-    if (set && rc == 0) *h_set = set;
-    return rc;
-}
-
-// cuzk_ntt_quotient with the evaluations computed on the device (--pce-eval gpu) from the
-// recording `pce` (cuzk_pce_new) at the witness: n_inputs inputs in host memory, the aux
-// assignment in the scalar set `aux` (made with the same emulate). H stays on the device
-// in a new scalar set *h_set. *ms_eval gets the evaluation's device time, *ms the
-// transforms'. A witness that does not satisfy the recording fails, naming the row.
-extern "C" int cuzk_ntt_quotient_pce(const void* pce, const Fr* inputs, size_t n_inputs,
-                                     const void* aux, unsigned log_m, CuzkPowTables tables,
-                                     const Fr* z_inv, void** h_set, int emulate, float* ms_eval,
-                                     float* ms, char* err, size_t errlen) {
-    *h_set = nullptr;
-    const auto* p = (const cuzk::PceSet*)pce;
-    const auto* w = (const cuzk::ScalarSet*)aux;
-    if (log_m == 0 || log_m > 32 || p->emulate != (emulate != 0) || w->emulate != p->emulate) {
-        snprintf(err, errlen, "cuzk_ntt_quotient_pce: domain 2^%u, or the recording, witness "
-                 "and call disagree on emulation", log_m);
-        return -1;
-    }
-    auto* set = new (std::nothrow) cuzk::ScalarSet{};
-    if (!set) {
-        snprintf(err, errlen, "cuzk_ntt_quotient_pce: out of host memory");
-        return -1;
-    }
-    set->emulate = emulate != 0;
-    Evaluations ev;
-    ev.pce = p;
-    ev.inputs = inputs;
-    ev.n_inputs = n_inputs;
-    ev.aux = w;
-    ev.ms_eval = ms_eval;
-    const int rc = cuzk::with_exec(emulate != 0, err, errlen, "NTT", [&](auto& ex) {
-        return quotient(ex, ev, log_m, tables, *z_inv, nullptr, set, ms);
-    });
-    if (rc != 0) {
-        delete set;
-        return rc;
-    }
-    *h_set = set;
-    return 0;
-}
 
 // In-place NTT of x (2^log_m elements, natural order in and out): forward, or inverse
 // including m⁻¹. tables: ω, ω⁻¹, and (1, m⁻¹) as the third (every power m⁻¹: read once, as

@@ -4,8 +4,8 @@
 // the MSMs upload anyway plus the few inputs, so the 3 · m evaluations (12.9 GB at 32GiB)
 // never cross the bus and the host never computes them.
 #pragma once
-#include "../exec.cuh"
-#include "../field/fp.cuh"
+#include "../exec/exec.cuh"
+#include "../ff/fp.cuh"
 
 namespace cuzk {
 

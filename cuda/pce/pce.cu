@@ -1,6 +1,6 @@
 // Entry points for a pre-compiled constraint system kept where the kernels read it
-// (eval.cuh): made once per run, read by every partition's quotient (ntt.cu), freed at
-// the end.
+// (eval.cuh): made once per run, read by every partition's quotient
+// (groth16/quotient.cu), freed at the end.
 #include <cstdio>
 #include <new>
 

@@ -12,7 +12,7 @@ using cuzk::srs::PointSet;
 // and the call fails. pin ≠ 0 page-locks the host bytes (read-only registration of the
 // mapping) for the copy, so it runs at DMA speed without a staging copy; *pinned says
 // whether that worked (if not, the copy runs from pageable memory). pin = 0 copies through
-// the pinned staging buffers (exec.cuh, Staging).
+// the pinned staging buffers (util/transfer.cuh, Staging).
 extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, int pin,
                                int* pinned, void** out, uint64_t* bad, char* err,
                                size_t errlen) {

@@ -12,8 +12,8 @@
 #pragma once
 #include <cstdint>
 
-#include "../curve/xyzz.cuh"
-#include "../exec.cuh"
+#include "../ec/xyzz.cuh"
+#include "../exec/exec.cuh"
 
 namespace cuzk {
 namespace srs {

@@ -1,4 +1,4 @@
-//! Element-wise base-field kernels (`cuda/field/fp_test.cu`), exposed so tests can hold
+//! Element-wise base-field kernels (`cuda/ff/fp_test.cu`), exposed so tests can hold
 //! the device's Fp and Fp2 arithmetic, on which the MSM is built, against blst.
 
 use anyhow::{ensure, Result};

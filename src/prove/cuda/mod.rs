@@ -180,7 +180,7 @@ pub fn mem_info() -> Result<(usize, usize)> {
 
 /// (a·b, a+b, a−b) element-wise on the GPU: the field arithmetic the kernels build on,
 /// exposed so tests can hold it against blstrs.
-/// Fr's lazy arithmetic (the NTT's: values in [0, 2r), cuda/field/mont.cuh) on raw
+/// Fr's lazy arithmetic (the NTT's: values in [0, 2r), cuda/ff/mont.cuh) on raw
 /// Montgomery limbs: for reduced `a` and lazy `b`, `c` (below 2r), returns
 /// (mul_lazy(a, b), add_lazy(b, c), sub_lazy(b, c), reduce_lazy(b)) as computed, unreduced.
 /// `emulate` runs the same code on the host. For tests.

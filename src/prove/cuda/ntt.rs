@@ -1,6 +1,6 @@
-//! NTT over Fr and the quotient H on the GPU (`cuda/ntt/ntt.cu`), computed exactly as the
-//! CPU backend's `prove::cpu::fft::quotient`: the same domain, roots, coset generator and
-//! truncation, so the two give identical coefficients.
+//! NTT over Fr and the quotient H on the GPU (`cuda/ntt/`, `cuda/groth16/quotient.cu`),
+//! computed exactly as the CPU backend's `prove::cpu::fft::quotient`: the same domain,
+//! roots, coset generator and truncation, so the two give identical coefficients.
 
 use anyhow::{ensure, Result};
 
@@ -14,7 +14,7 @@ mod ffi {
     use blstrs::Scalar as Fr;
     use std::os::raw::{c_char, c_int, c_uint};
 
-    /// `CuzkPowTables` in ntt.cu: x^e = hi[e >> L] · lo[e & (2^L − 1)] for four x.
+    /// `CuzkPowTables` in cuda/ntt/ntt.cuh: x^e = hi[e >> L] · lo[e & (2^L − 1)] for four x.
     #[repr(C)]
     pub struct PowTables {
         pub lo: [*const Fr; 4],
@@ -95,7 +95,7 @@ fn pow_table(x: Fr, scale: Fr, log_m: u32, l: u32) -> (Vec<Fr>, Vec<Fr>) {
     (lo, hi)
 }
 
-/// The four tables in the order ntt.cu reads them (only the CUDA build reads them).
+/// The four tables in the order cuda/ntt/ reads them (only the CUDA build reads them).
 #[cfg_attr(not(cuzk_cuda), allow(dead_code))]
 struct Tables {
     lo: Vec<Vec<Fr>>,

@@ -1,5 +1,5 @@
 // Fp2 = Fp[u]/(u² + 1), c0 + c1·u: the layout of blst's blst_fp2 (c0 then c1). The
-// function names match fp.cuh's so the curve code (curve/xyzz.cuh) is one template over
+// function names match fp.cuh's so the curve code (ec/xyzz.cuh) is one template over
 // either field.
 #pragma once
 #include "fp.cuh"

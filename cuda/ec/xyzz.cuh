@@ -14,7 +14,7 @@
 // (madd-2008-s, add-2008-s, dbl-2008-s-1, mdbl-2008-s-1), with the exceptional cases
 // (equal points, opposite points, infinity) handled explicitly.
 #pragma once
-#include "../field/fp2.cuh"
+#include "../ff/fp2.cuh"
 
 namespace cuzk {
 

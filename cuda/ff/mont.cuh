@@ -4,7 +4,7 @@
 // take scalars out of Montgomery form).
 //
 // Every function is __host__ __device__: the same code runs in the kernels and in the
-// host emulation the tests use on machines without a GPU (cuda/exec.cuh).
+// host emulation the tests use on machines without a GPU (exec/host_exec.cuh).
 //
 // A parameter set P provides:
 //   static constexpr int N;                    limbs

@@ -1,8 +1,12 @@
-// Device discovery for `--device auto`.
+// Device discovery for `--device auto`, and what the Rust side asks of the device outside
+// any kernel: its free memory, the --pin switch, page-locking the caller's host memory.
+#include <cstdint>
+#include <cstdio>
+
 #include <cuda_runtime.h>
 
 #include "error.cuh"
-#include "exec.cuh"
+#include "env.cuh"
 
 // Number of CUDA devices; 0 (not an error) when there is no driver or no GPU.
 extern "C" int cuzk_device_count(int* count, char* err, size_t errlen) {
@@ -32,9 +36,9 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
 }
 
 // Free and total memory of the current device, in bytes. Free counts what the
-// stream-ordered pool holds for reuse but no allocation uses (exec.cuh keeps it all):
-// after one partition's MSMs that is tens of gigabytes the driver reports as taken, and
-// an allocation that needs it gets it (pool_alloc trims the pool and tries again).
+// stream-ordered pool holds for reuse but no allocation uses (util/memory.cuh keeps it
+// all): after one partition's MSMs that is tens of gigabytes the driver reports as taken,
+// and an allocation that needs it gets it (pool_alloc trims the pool and tries again).
 extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t errlen) {
     *free_b = *total_b = 0;
     CUZK_CHECK(cudaMemGetInfo(free_b, total_b));
@@ -50,11 +54,11 @@ extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t 
 }
 
 // Whether large host<->device copies of the MSM and NTT page-lock their host buffers
-// (exec.cuh, HostPin): the --pin switch.
+// (util/transfer.cuh, HostPin): the --pin switch.
 extern "C" void cuzk_set_pin_transfers(int on) { cuzk::pin_transfers() = on != 0; }
 
 // Page-locks [ptr, ptr + bytes) for the caller (mapped for the device: on 64-bit systems
-// registered memory always is; exec.cuh's gather reads it directly) until
+// registered memory always is; util/transfer.cuh's gather reads it directly) until
 // cuzk_host_unregister(ptr).
 extern "C" int cuzk_host_register(const void* ptr, size_t bytes, char* err, size_t errlen) {
     cudaError_t e = cudaHostRegister(const_cast<void*>(ptr), bytes,

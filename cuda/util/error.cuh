@@ -23,6 +23,13 @@
         }                                                       \
     } while (0)
 
+// Propagate a non-zero status from an executor call.
+#define CUZK_RC(expr)              \
+    do {                           \
+        int rc_ = (expr);          \
+        if (rc_ != 0) return rc_;  \
+    } while (0)
+
 namespace cuzk {
 
 // Device memory freed on scope exit.

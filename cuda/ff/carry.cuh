@@ -7,7 +7,7 @@
 // the condition-code register (CC.CF).
 //
 // The primitives below are those PTX instructions. On the host (the emulation the tests
-// run without a GPU, cuda/exec.cuh) they are C++ with the carry flag in a thread-local
+// run without a GPU, exec/host_exec.cuh) they are C++ with the carry flag in a thread-local
 // variable, so CI checks the exact algorithm the GPU runs against blst; only the eleven
 // one-line primitives differ. They follow what the GPU does, which for a flag written by a
 // subtraction is not what the PTX ISA's wording suggests: sub.cc and subc compute

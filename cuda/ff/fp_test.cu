@@ -1,6 +1,6 @@
 // Element-wise Fp and Fp2 kernels, the entry points the Rust tests use to check the
 // device arithmetic (fp.cuh, fp2.cuh) against blst.
-#include "../exec.cuh"
+#include "../exec/exec.cuh"
 #include "fp2.cuh"
 
 namespace {

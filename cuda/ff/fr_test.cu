@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-#include "../error.cuh"
+#include "../util/error.cuh"
 #include "fp.cuh"
 
 using Fr = cuzk::FrMont;
