@@ -25,17 +25,27 @@ fn main() {
     record_versions();
 
     match find_nvcc() {
-        Some(nvcc) => build_cuda(&nvcc),
+        Some(nvcc) => {
+            let archs = build_cuda(&nvcc);
+            println!("cargo:rustc-env=CUZK_CUDA_ARCHS_BUILT={archs}");
+            println!("cargo:rustc-env=CUZK_CUDA_BUILD=sm_{archs} (+compute_90 PTX)");
+        }
         None if std::env::var_os("CARGO_FEATURE_CUDA").is_some() => panic!(
             "feature `cuda` needs nvcc: set NVCC, CUDA_PATH or CUDA_HOME, or put nvcc on PATH \
              (README: building with CUDA)"
         ),
-        None => println!("cargo:warning=nvcc not found: building cuzk-prove without CUDA"),
+        None => {
+            println!("cargo:warning=nvcc not found: building cuzk-prove without CUDA");
+            println!("cargo:rustc-env=CUZK_CUDA_BUILD=not compiled in");
+        }
     }
 }
 
+/// The versions of the crates whose circuit and proof format the prover follows (from
+/// Cargo.lock, read with the cargo-lock crate), and the git commit it is built from, for
+/// `--version` and the report.
 fn record_versions() {
-    let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
+    let lock = cargo_lock::Lockfile::load("Cargo.lock").ok();
     for krate in [
         "filecoin-proofs",
         "storage-proofs-porep",
@@ -44,13 +54,29 @@ fn record_versions() {
         "blst",
     ] {
         let version = lock
-            .split("[[package]]")
-            .find(|p| p.contains(&format!("name = \"{krate}\"\n")))
-            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
-            .map(|v| v.trim_end_matches('"').to_owned())
-            .unwrap_or_else(|| "unknown".into());
+            .as_ref()
+            .and_then(|l| l.packages.iter().find(|p| p.name.as_str() == krate))
+            .map_or_else(|| "unknown".to_owned(), |p| p.version.to_string());
         let var = krate.to_uppercase().replace('-', "_");
         println!("cargo:rustc-env=CUZK_DEP_{var}={version}");
+    }
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    // The commit only (not whether the tree has changes: tracking that would rebuild the
+    // crate at every edit).
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=CUZK_COMMIT={commit}");
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={dir}/{r}");
+        }
     }
 }
 
@@ -96,7 +122,8 @@ fn find_nvcc() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-fn build_cuda(nvcc: &Path) {
+/// Compiles the kernels; returns the SASS architectures built ("80,89,90,120").
+fn build_cuda(nvcc: &Path) -> String {
     // The toolkit root: nvcc lives in <root>/bin.
     let root = nvcc
         .canonicalize()
@@ -217,4 +244,10 @@ fn build_cuda(nvcc: &Path) {
         println!("cargo:rustc-link-lib={l}");
     }
     println!("cargo:rustc-cfg=cuzk_cuda");
+    archs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect::<Vec<_>>()
+        .join(",")
 }

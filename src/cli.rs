@@ -12,7 +12,8 @@ pub const DEFAULT_PARAM_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
 #[derive(Parser, Debug)]
 #[command(
     name = "cuzk-prove",
-    version,
+    version = crate::report::VERSION,
+    long_version = crate::report::LONG_VERSION,
     about = "Single-shot Groth16 prover for Filecoin PoRep commit phase 2 (C2)",
     long_about = "Single-shot Groth16 prover for Filecoin PoRep commit phase 2 (C2).\n\n\
         Reads a C1 output (lotus-bench wrapper or raw filecoin-proofs-api JSON), memory-maps \
@@ -94,12 +95,12 @@ pub enum Phase {
 #[derive(Args, Debug)]
 pub struct ProveArgs {
     /// C1 output: lotus-bench wrapper {"SectorNum","Phase1Out","SectorSize"} or raw
-    /// SealCommitPhase1Output JSON.
+    /// SealCommitPhase1Output JSON; - reads standard input.
     #[arg(help_heading = "Input", long, value_name = "FILE", required = true)]
     pub c1: Option<PathBuf>,
 
     /// Where to write the proof (192 bytes per partition); written atomically, only after
-    /// the proof verifies.
+    /// the proof verifies. - writes the raw bytes to standard output (not a terminal).
     #[arg(
         help_heading = "Output",
         short,
@@ -136,9 +137,16 @@ pub struct ProveArgs {
     #[arg(help_heading = "Input", long, value_name = "N")]
     pub sector_num: Option<u64>,
 
-    /// Prover backend.
+    /// Prover backend. auto takes the GPU when there is one (and BELLMAN_NO_GPU is not
+    /// set), else the CPU, with a notice.
     #[arg(help_heading = "Device", long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
+
+    /// Take bellperson's GPU lock ($TMPDIR/bellman.gpu.lock, after any priority lock a
+    /// PoSt holds) while the GPU works, so a PoSt and this C2 never share the card (on),
+    /// or use the GPU without it (off).
+    #[arg(help_heading = "Device", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub gpu_lock: Switch,
 
     /// Which GPU the CUDA backend uses (0-based, as nvidia-smi numbers them unless
     /// CUDA_VISIBLE_DEVICES says otherwise).
@@ -181,6 +189,12 @@ pub struct ProveArgs {
     /// its H MSM runs (on), or after it (off).
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub overlap_aux: Switch,
+
+    /// With --pce-eval gpu, upload the next partition's aux assignment to the GPU while
+    /// this partition's MSMs run, when the next one is already synthesized (on), or at its
+    /// own turn, before its A·w, B·w, C·w evaluation (off).
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub upload_ahead: Switch,
 
     /// Synthesize later partitions while earlier ones are proved (on: partitions are
     /// completed one after another by all cores, each proved as soon as it is complete), or
@@ -261,7 +275,8 @@ pub struct ProveArgs {
     #[arg(help_heading = "Output", long)]
     pub timings: bool,
 
-    /// Write timings, sizes, counts, versions and flags as JSON to FILE.
+    /// Write the report as JSON to FILE (- for standard output): build, inputs, flags,
+    /// sizes, memory, GPU, timings; also when the run fails, with an `error` object.
     #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
@@ -283,6 +298,8 @@ pub struct Config {
     pub device: Device,
     /// GPU index for the CUDA backend.
     pub gpu: usize,
+    /// Take bellperson's GPU lock while the GPU works.
+    pub gpu_lock: bool,
     /// GPU MSM window bits; 0 = auto.
     pub msm_window: usize,
     /// GPU split MSM for L, A, B.
@@ -295,6 +312,8 @@ pub struct Config {
     pub pin: bool,
     /// Upload the aux assignment beside the H MSM.
     pub overlap_aux: bool,
+    /// Upload the next partition's aux assignment beside this one's MSMs.
+    pub upload_ahead: bool,
     /// Synthesize later partitions while earlier ones are proved.
     pub overlap_synth: bool,
     pub synth_threads: usize,
@@ -333,12 +352,14 @@ impl Config {
             sector_num: None,
             device: Device::Auto,
             gpu: 0,
+            gpu_lock: true,
             msm_window: 0,
             split_msm: true,
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
             pin: false,
             overlap_aux: true,
+            upload_ahead: true,
             overlap_synth: true,
             synth_threads: rayon::current_num_threads(),
             presize: false,
@@ -379,6 +400,15 @@ impl TryFrom<ProveArgs> for Config {
         if a.sector_num.is_some() && a.miner_id.is_none() {
             bail!("--sector-num needs --miner-id for the replica_id check");
         }
+        let stdout = |p: &Option<PathBuf>| p.as_deref().is_some_and(crate::output::is_stdout);
+        if stdout(&a.output) && stdout(&a.json) {
+            bail!("-o - and --json - cannot both write to standard output");
+        }
+        // BELLMAN_NO_GPU (set, as bellperson reads it): --device auto proves on the CPU.
+        let device = match a.device {
+            Device::Auto if std::env::var_os("BELLMAN_NO_GPU").is_some() => Device::Cpu,
+            d => d,
+        };
         Ok(Self {
             c1,
             output: a.output,
@@ -387,14 +417,16 @@ impl TryFrom<ProveArgs> for Config {
             gen_test_params: a.gen_test_params,
             miner_id: a.miner_id,
             sector_num: a.sector_num,
-            device: a.device,
+            device,
             gpu: a.gpu,
+            gpu_lock: a.gpu_lock == Switch::On,
             msm_window,
             split_msm: a.split_msm == Switch::On,
             b_g2: a.b_g2,
             srs_decode: a.srs_decode,
             pin: a.pin == Switch::On,
             overlap_aux: a.overlap_aux == Switch::On,
+            upload_ahead: a.upload_ahead == Switch::On,
             overlap_synth: a.overlap_synth == Switch::On,
             synth_threads: a
                 .synth_threads
@@ -423,6 +455,8 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FIL_PROOFS_PARAMETER_CACHE", "The parameter directory when --param-cache is not given (default /var/tmp/filecoin-proof-parameters); the recording is kept beside the parameters when that directory is writable."),
     ("XDG_CACHE_HOME, HOME", "The recording's home when the parameter directory is not writable: $XDG_CACHE_HOME/cuzk-prove, else $HOME/.cache/cuzk-prove."),
     ("CUDA_VISIBLE_DEVICES", "Which GPUs the CUDA runtime shows; --gpu N counts among those."),
+    ("BELLMAN_NO_GPU", "Set (to any value, as bellperson reads it): --device auto proves on the CPU."),
+    ("TMPDIR", "Where bellperson's GPU lock files are (bellman.gpu.lock, bellman.priority.lock; default /tmp): see --gpu-lock."),
     ("RUST_LOG", "Log filter, e.g. cuzk_prove=info (default: warnings)."),
     ("CUZK_TRACE", "1: each GPU MSM's stage times and the aux upload's start and end on stderr."),
     ("CUZK_MSM_SLICE", "Developers: the MSM's first-level bucket sums over slices of N sorted entries (0: segments; default by size)."),
@@ -461,6 +495,8 @@ mod tests {
         assert!(config(&["--pin", "on"]).unwrap().pin);
         assert!(config(&[]).unwrap().overlap_aux);
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
+        assert!(config(&[]).unwrap().upload_ahead);
+        assert!(!config(&["--upload-ahead", "off"]).unwrap().upload_ahead);
         assert!(config(&[]).unwrap().overlap_synth);
         assert!(!config(&["--overlap-synth", "off"]).unwrap().overlap_synth);
         assert!(config(&[]).unwrap().native_label);

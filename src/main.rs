@@ -3,11 +3,12 @@
 
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 
 use cuzk_prove::cli::{Cli, Command, Config};
 use cuzk_prove::input::c1::registered_proof;
+use cuzk_prove::report::{Failure, PeakMemory, Report, Timings};
 use cuzk_prove::{output, pipeline};
 
 fn main() -> ExitCode {
@@ -16,6 +17,22 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     cuzk_prove::panics::install_hook();
+    if cli.command.is_none() {
+        return match Config::try_from(cli.prove) {
+            Ok(cfg) => {
+                let run = std::panic::catch_unwind(|| prove(cfg));
+                run.unwrap_or_else(|p| {
+                    let msg = cuzk_prove::panics::message(&p);
+                    eprintln!("cuzk-prove: error: internal error: {msg}");
+                    ExitCode::FAILURE
+                })
+            }
+            Err(e) => {
+                eprintln!("cuzk-prove: error: {}", format!("{e:#}").replace('\n', " "));
+                ExitCode::from(2) // a flag's value: a usage error, as clap's own
+            }
+        };
+    }
     let result = cuzk_prove::panics::catch("internal error", || real_main(cli));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -59,32 +76,53 @@ fn real_main(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        None => prove(Config::try_from(cli.prove)?),
+        None => unreachable!("main handles the proving run"),
     }
 }
 
-fn prove(cfg: Config) -> Result<()> {
-    let memory = cuzk_prove::report::PeakMemory::start();
-    let out = pipeline::run(&cfg)?;
+/// A proving run: the proof written, the timing table and the JSON report (on failure
+/// too, with `error`); the exit status by the failure's class.
+fn prove(cfg: Config) -> ExitCode {
+    let memory = PeakMemory::start();
+    let mut t = Timings::new(!cfg.quiet);
+    let mut report = Report::default();
+    let result = pipeline::run_with(&cfg, &mut t, &mut report);
     let peaks = memory.finish();
+    report.memory = Some(peaks);
+    report.set_timings(&t);
     if cfg.timings {
-        eprint!("{}", out.timings.table());
+        eprint!("{}", t.table());
         eprint!("{}", peaks.table());
     }
-    if let Some(path) = &cfg.json {
-        let mut report = out.report;
-        report["memory"] = serde_json::json!(peaks);
-        report["timings_s"] = out.timings.to_json();
-        let bytes = serde_json::to_vec_pretty(&report)?;
-        output::write_atomic(path, &bytes)
-            .with_context(|| format!("cannot write the JSON report {}", path.display()))?;
+    let failure = result.err();
+    report.error = failure.as_ref().map(Failure::info);
+    let mut code = failure.as_ref().map_or(0, |f| f.kind.exit_code());
+    if let Some(f) = &failure {
+        eprintln!("cuzk-prove: error: {}", f.message());
     }
-    if !cfg.quiet {
-        if let Some(o) = &cfg.output {
-            if !out.proof.is_empty() {
-                eprintln!("wrote {} bytes to {}", out.proof.len(), o.display());
-            }
+    if let Some(path) = &cfg.json {
+        let written = serde_json::to_vec_pretty(&report)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut b| {
+                b.push(b'\n');
+                output::write_to(path, &b, true)
+            });
+        if let Err(e) = written {
+            eprintln!(
+                "cuzk-prove: error: cannot write the JSON report {}: {e:#}",
+                path.display()
+            );
+            code = code.max(1);
         }
     }
-    Ok(())
+    if failure.is_none() && !cfg.quiet {
+        if let (Some(o), Some(out)) = (&cfg.output, &report.output) {
+            let to = match output::is_stdout(o) {
+                true => "standard output".to_owned(),
+                false => o.display().to_string(),
+            };
+            eprintln!("wrote {} bytes to {to}", out.bytes);
+        }
+    }
+    ExitCode::from(code as u8)
 }

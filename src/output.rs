@@ -1,6 +1,6 @@
 //! Writing the proof: P × 192 bytes (compressed A ‖ B ‖ C per partition, in partition
 //! order, as filecoin-proofs writes them), atomically: temp file in the same directory,
-//! fsync, rename.
+//! fsync, rename, directory fsync; or to standard output (`-o -`).
 
 use std::fs;
 use std::io::Write;
@@ -12,8 +12,11 @@ use blstrs::Bls12;
 
 pub const PROOF_BYTES: usize = 192;
 
-/// Checked before any heavy work.
+/// Checked before any heavy work (`-`, standard output, always passes here).
 pub fn check_path(path: &Path) -> Result<()> {
+    if is_stdout(path) {
+        return Ok(());
+    }
     if path.is_dir() {
         bail!("output path {} is a directory", path.display());
     }
@@ -44,26 +47,53 @@ pub fn encode(proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Writes `bytes` to `path` atomically: a temporary file of an unpredictable name in the
+/// same directory, created exclusively (a planted link is never followed), written and
+/// fsynced, then renamed over `path`, and the directory fsynced so the rename survives a
+/// crash. On any error the temporary file is removed and `path` is left as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = parent_dir(path);
     let name = path
         .file_name()
         .with_context(|| format!("output path {} has no file name", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
     let result = (|| -> Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.to_string_lossy()))
+            .suffix(".tmp")
+            .tempfile_in(&dir)?;
+        tmp.write_all(bytes)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        sync_dir(&dir);
         Ok(())
     })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    result.with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Makes a rename in `dir` durable (best effort: some file systems refuse to fsync a
+/// directory, and the data itself is already on disk).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
     }
-    Ok(())
+}
+
+/// `-o -` / `--json -`: standard output.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes a result to `path`, or to standard output for `-`: the raw bytes, refused on a
+/// terminal when they are binary (`text` false).
+pub fn write_to(path: &Path, bytes: &[u8], text: bool) -> Result<()> {
+    if !is_stdout(path) {
+        return write_atomic(path, bytes);
+    }
+    let mut out = std::io::stdout().lock();
+    if !text && std::io::IsTerminal::is_terminal(&out) {
+        bail!("-o -: standard output is a terminal; redirect it to a file or a pipe");
+    }
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .context("cannot write to standard output")
 }

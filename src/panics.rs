@@ -5,7 +5,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 
 /// Replaces the default hook (which prints a multi-line report on stderr): the panic's
 /// message and location go to the log at debug level (`RUST_LOG=cuzk_prove=debug`).
@@ -23,8 +23,34 @@ pub fn install_hook() {
 pub fn catch<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(anyhow!("{what}: {}", message(&p))),
+        Err(p) => Err(anyhow::Error::new(Panicked {
+            what: what.to_owned(),
+            message: message(&p),
+        })),
     }
+}
+
+/// A panic caught by [`catch`]: where (`what`, e.g. [`SYNTHESIS`]) and its message.
+#[derive(Debug)]
+pub struct Panicked {
+    pub what: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Panicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.message)
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// Whether `e` is (or wraps) a panic of the circuit code on the C1's data.
+pub fn is_synthesis_panic(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<Panicked>()
+            .is_some_and(|p| p.what == SYNTHESIS)
+    })
 }
 
 /// What a synthesis step's panic is called: the circuit code refused the C1's data.

@@ -32,9 +32,10 @@ fn expect_error(name: &str, c1: &Path, extra: &[&OsStr], needle: &str) {
 fn expect_failure(name: &str, args: &[&OsStr], needle: &str, out: &Path) {
     let res = run(args);
     let stderr = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(
-        res.status.code(),
-        Some(1),
+    // 1 runtime, 2 usage, 3 bad input, 4 missing parameters (tests/toolchain.rs checks
+    // which class each kind of failure gets); never a signal or a panic's 101.
+    assert!(
+        matches!(res.status.code(), Some(1..=4)),
         "{name}: exit status {:?}: {stderr}",
         res.status
     );
@@ -55,7 +56,7 @@ fn expect_failure(name: &str, args: &[&OsStr], needle: &str, out: &Path) {
         assert!(
             leftovers.iter().all(|e| {
                 let n = e.as_ref().unwrap().file_name();
-                !n.to_string_lossy().contains(".tmp-")
+                !n.to_string_lossy().ends_with(".tmp")
             }),
             "{name}: temp file left behind"
         );

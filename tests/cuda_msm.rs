@@ -56,7 +56,7 @@ fn fp_values(n: usize, rng: &mut impl RngCore) -> Vec<blst_fp> {
     ];
     (0..n)
         .map(|i| {
-            if i < edge.len() * edge.len() && rng.next_u32() % 2 == 0 {
+            if i < edge.len() * edge.len() && rng.next_u32().is_multiple_of(2) {
                 return edge[i % edge.len()];
             }
             // Uniform below p (rejection from 381 bits), so values near p, where the

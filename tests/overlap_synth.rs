@@ -106,7 +106,8 @@ fn pool() -> rayon::ThreadPool {
 }
 
 /// Runs the scheduler over `todo`, returning each handed-over partition by position and
-/// the positions in the order they came.
+/// the positions in the order they came. A partition named as the next one must be the
+/// one handed over next.
 fn schedule(
     c: &Repeated,
     todo: &[usize],
@@ -118,7 +119,16 @@ fn schedule(
     overlap_synth::Overlapped,
 ) {
     let got = Mutex::new((vec![None; todo.len()], Vec::new()));
-    let done = overlap_synth::run(c, todo, how, window, &pool(), |pos, pa| {
+    let mut named: Option<ProvingAssignment> = None;
+    let done = overlap_synth::run(c, todo, how, window, &pool(), |pos, pa, next| {
+        if let Some(n) = named.take() {
+            assert_eq!(
+                n.aux_assignment, pa.aux_assignment,
+                "position {pos}: not the next"
+            );
+            assert_eq!(n.input_assignment, pa.input_assignment, "position {pos}");
+        }
+        named = next.cloned();
         let mut g = got.lock().unwrap();
         assert!(g.0[pos].is_none(), "position {pos} handed over twice");
         g.0[pos] = Some(pa);
@@ -242,7 +252,7 @@ fn errors_stop_the_run_on_either_side() {
         keep: None,
     };
     let mut proved = Vec::new();
-    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |pos, _| {
+    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |pos, _, _| {
         proved.push(pos);
         Ok(())
     })
@@ -269,7 +279,7 @@ fn errors_stop_the_run_on_either_side() {
         defer: true,
         keep: None,
     };
-    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _| Ok(()));
+    let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _, _| Ok(()));
     let msg = format!("{:#}", err.err().expect("the planted panic"));
     assert!(
         msg.contains("partition 1")
@@ -280,9 +290,14 @@ fn errors_stop_the_run_on_either_side() {
 
     // The prover's error: returned as it is, the rest not waited for.
     let c = Repeated::new(&ORDERS);
-    let err = overlap_synth::run(&c, &[0, 1, 2], Synthesis::Full(None), 1, &pool(), |_, _| {
-        bail!("prover says no")
-    })
+    let err = overlap_synth::run(
+        &c,
+        &[0, 1, 2],
+        Synthesis::Full(None),
+        1,
+        &pool(),
+        |_, _, _| bail!("prover says no"),
+    )
     .err()
     .expect("the prover's error");
     assert_eq!(err.to_string(), "prover says no");

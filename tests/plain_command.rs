@@ -220,7 +220,7 @@ fn a_budget_too_small_for_one_partition_fails_before_any_work() {
     )
     .output()
     .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(1), "a runtime fault, not bad input");
     let err = String::from_utf8_lossy(&o.stderr);
     let lines: Vec<_> = err
         .lines()

@@ -35,6 +35,14 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
     return 0;
 }
 
+// Device `dev`'s name (e.g. "NVIDIA H200"), for the report.
+extern "C" int cuzk_device_name(int dev, char* name, size_t len, char* err, size_t errlen) {
+    cudaDeviceProp p;
+    CUZK_CHECK(cudaGetDeviceProperties(&p, dev));
+    snprintf(name, len, "%s", p.name);
+    return 0;
+}
+
 // Free and total memory of the current device, in bytes. Free counts what the
 // stream-ordered pool holds for reuse but no allocation uses (util/memory.cuh keeps it
 // all): after one partition's MSMs that is tens of gigabytes the driver reports as taken,

@@ -267,13 +267,22 @@ pub fn manpage() -> Result<String> {
     for (name, what) in cuzk_prove::cli::ENVIRONMENT {
         extra += &format!(".TP\n\\fB{}\\fR\n{}\n", roff(name), roff(what));
     }
-    extra += ".SH \"EXIT STATUS\"\n.TP\n0\nA verified proof was written (or the subcommand succeeded).\n.TP\n1\n";
-    extra += &roff("Any error: one line on stderr, cuzk-prove: error: …, and no output file.");
-    extra += "\n.TP\n2\nThe command line could not be parsed (usage error).\n";
+    extra += ".SH \"EXIT STATUS\"\n";
+    for (code, what) in [
+        ("0", "A verified proof was written (or the subcommand succeeded)."),
+        ("1", "A runtime fault: I/O, the GPU or CUDA, memory, an internal error."),
+        ("2", "The command line could not be used: an unknown flag or a bad flag value."),
+        ("3", "Bad input: the C1, the parameters or the recording is malformed, damaged or for another sector."),
+        ("4", "The parameters for the C1's sector size are missing (fetch them with lotus or curio fetch-params)."),
+    ] {
+        extra += &format!(".TP\n{code}\n{}\n", roff(what));
+    }
+    extra += &roff(".PP\nOn failure one line goes to stderr, cuzk-prove: error: …, no output file is left, and --json still writes the report, with an error object (kind, exit_code, message).\n");
     extra += ".SH EXAMPLES\n";
     for (what, cmdline) in [
         ("Prove a sector (parameters from lotus/curio fetch-params; the first run records the circuit):", "cuzk-prove --c1 c1.json -o proof.bin"),
         ("Record the 32GiB circuit ahead of the first sector:", "cuzk-prove pce --sector-size 32GiB"),
+        ("In a pipeline: the C1 on standard input, the proof on standard output, the report in a file:", "cuzk-prove --c1 - -o - --json report.json < c1.json > proof.bin"),
         ("Bound the run's memory and print where the time went:", "cuzk-prove --c1 c1.json -o proof.bin --memory-budget 48GiB --timings --json report.json"),
     ] {
         extra += &format!(".PP\n{}\n.PP\n.RS\n{}\n.RE\n", roff(what), roff(cmdline));

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, ensure, Context, Result};
 use base64::Engine;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -78,10 +78,66 @@ pub fn parse_registered_proof(name: &str) -> Result<RegisteredSealProof> {
     Ok(proof)
 }
 
+/// The largest C1 read: a 64GiB sector's is about 110 MB in the lotus-bench wrapper, so
+/// this leaves a margin of 4× while a file of another kind (or `/dev/zero`) is refused
+/// before it fills memory.
+pub const C1_MAX_BYTES: u64 = 512 << 20;
+
+/// Reads and parses a C1 from `path`, or from standard input for `-`. Only a regular file
+/// is read (a FIFO or device would block or never end), and at most [`C1_MAX_BYTES`].
 pub fn read_c1(path: &Path) -> Result<C1> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read C1 file {}", path.display()))?;
-    parse_c1(&bytes).with_context(|| format!("C1 file {}", path.display()))
+    let bytes = read_input(path, C1_MAX_BYTES)?;
+    let name = if path.as_os_str() == "-" {
+        "C1 from standard input".to_owned()
+    } else {
+        format!("C1 file {}", path.display())
+    };
+    parse_c1(&bytes).context(name)
+}
+
+/// A C1's bytes: a regular file's, or standard input's, up to `limit`.
+fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let too_big = || anyhow!("larger than {} MiB: not a C1", limit >> 20);
+    if path.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read the C1 from standard input")?;
+        ensure!(
+            bytes.len() as u64 <= limit,
+            "C1 from standard input is {}",
+            too_big()
+        );
+        return Ok(bytes);
+    }
+    let what = || format!("cannot read C1 file {}", path.display());
+    let file = std::fs::File::open(path).with_context(what)?;
+    let meta = file.metadata().with_context(what)?;
+    ensure!(
+        meta.is_file(),
+        "C1 {} is not a regular file (use --c1 - to read standard input)",
+        path.display()
+    );
+    ensure!(
+        meta.len() <= limit,
+        "C1 file {} is {}",
+        path.display(),
+        too_big()
+    );
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .with_context(what)?;
+    ensure!(
+        bytes.len() as u64 <= limit,
+        "C1 file {} is {}",
+        path.display(),
+        too_big()
+    );
+    Ok(bytes)
 }
 
 pub fn parse_c1(bytes: &[u8]) -> Result<C1> {

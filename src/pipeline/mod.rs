@@ -1,7 +1,7 @@
 //! One proving run: input (C1, SRS) → circuit → synth → prove backend → verify → write →
 //! report.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,6 @@ use blstrs::Bls12;
 use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_proofs_api::RegisteredSealProof;
 use rayon::prelude::*;
-use serde_json::json;
 
 use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
@@ -20,7 +19,9 @@ use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
-use crate::report::Timings;
+use crate::report::{
+    C1Info, Classify, ErrorKind, Failure, OutputInfo, ParamsInfo, PceInfo, Report, Timings,
+};
 use crate::synth::pce::{Pce, Saved};
 use crate::synthetic::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
 use crate::{output, verify};
@@ -31,15 +32,6 @@ pub mod pce_cache;
 mod schedule;
 
 use pce_cache::PceCache;
-
-/// What a run produced.
-pub struct Outcome {
-    /// The proof bytes (empty when stopped before proving).
-    pub proof: Vec<u8>,
-    pub timings: Timings,
-    /// The `--json` report.
-    pub report: serde_json::Value,
-}
 
 /// `--overlap-synth`'s default window with `--pce` (`--max-circuits`; the memory planner
 /// may choose fewer): partitions being synthesized or waiting for the prover.
@@ -53,8 +45,12 @@ fn log(cfg: &Config, msg: &str) {
 
 /// Resolves the parameters file: `--params`, else the standard name in `--param-cache`
 /// (generating TEST-ONLY parameters there first with `--gen-test-params`).
-fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> Result<PathBuf> {
-    let paths = cache_paths(proof, &cfg.param_cache)?;
+fn locate_params(
+    cfg: &Config,
+    proof: RegisteredSealProof,
+    t: &mut Timings,
+) -> Result<PathBuf, Failure> {
+    let paths = cache_paths(proof, &cfg.param_cache).kind(ErrorKind::BadInput)?;
     if let Some(p) = &cfg.params {
         // A file under a standard cache name must be the one for this C1's circuit.
         let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -65,12 +61,14 @@ fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> R
             .to_string_lossy()
             .into_owned();
         if let Some(name) = name.filter(|n| n.starts_with("v28-stacked-proof-of-replication")) {
-            ensure!(
-                name == expected,
-                "parameters {} are for another circuit than the C1's {proof:?} (another sector \
-                 size or proof type): expected {expected}",
-                p.display()
-            );
+            if name != expected {
+                return Err(anyhow!(
+                    "parameters {} are for another circuit than the C1's {proof:?} (another \
+                     sector size or proof type): expected {expected}",
+                    p.display()
+                ))
+                .kind(ErrorKind::BadInput);
+            }
         }
         return Ok(p.clone());
     }
@@ -78,13 +76,15 @@ fn locate_params(cfg: &Config, proof: RegisteredSealProof, t: &mut Timings) -> R
         return Ok(paths.params);
     }
     if !cfg.gen_test_params {
-        bail!(
+        let size = sector_size_name(u64::from(proof.sector_size()));
+        return Err(anyhow!(
             "no parameters for {proof:?} in {}: expected {} (cuzk-prove never downloads \
-             parameters; fetch them, pass --params FILE, or use --gen-test-params for \
-             TEST-ONLY ones)",
+             parameters: fetch them with `lotus fetch-params {size}` or `curio fetch-params \
+             {size}`, or pass --params FILE; --gen-test-params makes TEST-ONLY ones)",
             cfg.param_cache.display(),
             paths.params.display()
-        );
+        ))
+        .kind(ErrorKind::MissingParameters);
     }
     log(
         cfg,
@@ -143,9 +143,20 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
                 split: cfg.split_msm,
             };
             let auto = cfg.device == Device::Auto;
-            let b = Cuda::new(msm, cfg.b_g2, cfg.srs_decode, cfg.gpu, cfg.pin, auto)
-                .overlap_aux(cfg.overlap_aux)
-                .pce_eval(cfg.pce_eval == PceEval::Gpu);
+            let (lock, quiet) = (cfg.gpu_lock, cfg.quiet);
+            let b = Cuda::new(
+                msm,
+                cfg.b_g2,
+                cfg.srs_decode,
+                cfg.gpu,
+                cfg.pin,
+                auto,
+                lock,
+                quiet,
+            )
+            .overlap_aux(cfg.overlap_aux)
+            .upload_ahead(cfg.upload_ahead)
+            .pce_eval(cfg.pce_eval == PceEval::Gpu);
             // Waited for under --device cuda, and for a --gpu other than 0: the only
             // index that can be out of range under auto (no GPU at all means the CPU).
             if !auto || cfg.gpu > 0 {
@@ -156,76 +167,84 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
     })
 }
 
+/// What a run produced, for callers of the library (the tests): the proof's bytes (empty
+/// when stopped before proving), the timings, and the report as JSON.
+pub struct Outcome {
+    pub proof: Vec<u8>,
+    pub timings: Timings,
+    pub report: serde_json::Value,
+}
+
+/// [`run_with`] for a library caller: its own timings and report; the error one chain.
 pub fn run(cfg: &Config) -> Result<Outcome> {
-    let mut t = Timings::new(!cfg.quiet);
+    let mut timings = Timings::new(false);
+    let mut report = Report::default();
+    let proof = run_with(cfg, &mut timings, &mut report).map_err(|f| f.error)?;
+    report.set_timings(&timings);
+    Ok(Outcome {
+        proof,
+        timings,
+        report: report.to_json(),
+    })
+}
+
+/// One proving run, stage by stage: inputs → parameters → circuits → plan → synthesis ∥
+/// proving → verification → output. Fills `report` as it goes (also when it fails) and
+/// returns the proof's bytes (none when `--stop-after` stops it before).
+pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Vec<u8>, Failure> {
+    report.flags = serde_json::to_value(cfg).ok();
+    check_outputs(cfg).kind(ErrorKind::BadInput)?;
+    // With CUDA this starts the GPU probe (and waits for it under --device cuda); the
+    // context is created during synthesis, by the backend's prefetch.
+    let backend = t.time("choose backend", || choose_backend(cfg))?;
+    let proved = prove_sector(cfg, &*backend, t, report);
+    // The backend's name waits for the GPU probe: asked for once the run is over.
+    report.backend = Some(backend.name());
+    report.gpu = backend.device();
+    proved
+}
+
+/// The output paths, checked before any heavy work.
+fn check_outputs(cfg: &Config) -> Result<()> {
     if let Some(out) = &cfg.output {
         output::check_path(out)?;
     }
     if let Some(json) = &cfg.json {
         output::check_path(json)?;
     }
-    // With CUDA this starts the GPU probe (and waits for it under --device cuda); the
-    // context is created during synthesis, by the backend's prefetch.
-    let backend = t.time("choose backend", || choose_backend(cfg))?;
+    Ok(())
+}
 
-    let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
-    let proof = c1.registered_proof;
-    let porep_config = proof.as_v1_config();
-    check_replica_id(cfg, &c1)?;
-    let partitions = usize::from(porep_config.partitions);
-    if let Some(k) = cfg.partition {
-        ensure!(
-            k < partitions,
-            "--partition {k} is out of range: {proof:?} has {partitions} partitions (0..{})",
-            partitions - 1
-        );
-    }
-    let mut report = report_base(cfg, &c1, partitions);
-    // The backend's name waits for the GPU probe: asked for once the run is over.
-    let done = |t: Timings, mut report: serde_json::Value| {
-        report["backend"] = json!(backend.name());
-        Ok(Outcome {
-            proof: Vec::new(),
-            timings: t,
-            report,
-        })
-    };
+fn prove_sector(
+    cfg: &Config,
+    backend: &dyn Backend,
+    t: &mut Timings,
+    report: &mut Report,
+) -> Result<Vec<u8>, Failure> {
+    let (c1, partitions) = read_input(cfg, t, report).kind(ErrorKind::BadInput)?;
     if cfg.stop_after == Some(Phase::Parse) {
-        return done(t, report);
+        return Ok(Vec::new());
     }
-
-    let (params_path, srs, test_only) = open_params(cfg, proof, &mut t)?;
-    report["params"] = json!({
-        "path": srs.path, "bytes": srs.file_len(), "domain": srs.domain_size(),
-        "test_only": test_only,
-        "sections": [srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
-    });
-
+    let proof = c1.registered_proof;
+    let (params_path, srs) = parameters(cfg, proof, t, report)?;
     let c1_bytes = c1.file_bytes as u64;
-    let mut circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
-        porep_circuits(&porep_config, c1.output)
-    })?;
-    circuits.set_native_label(cfg.native_label);
-    let todo: Vec<usize> = match cfg.partition {
-        Some(k) => vec![k],
-        None => (0..circuits.partitions()).collect(),
-    };
-    let inputs: Vec<Vec<blstrs::Scalar>> = t.time("public inputs", || {
-        todo.par_iter()
-            .map(|&k| circuits.public_inputs(k))
-            .collect::<Result<_>>()
-    })?;
-    srs.check_public_inputs(inputs[0].len())?;
+    let circuits = build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
     if cfg.stop_after == Some(Phase::Srs) {
-        return done(t, report);
+        return Ok(Vec::new());
     }
 
     // --pce: where the recording is found or kept, and what this run holds in memory.
-    let (cache, defer, plan) = plan_run(cfg, &*backend, &srs, c1_bytes, &params_path, todo.len())?;
+    let (cache, defer, plan) = plan_run(
+        cfg,
+        backend,
+        &srs,
+        c1_bytes,
+        &params_path,
+        circuits.todo.len(),
+    )?;
     let found = cache.path.clone().filter(|_| cache.found);
     log::info!("memory plan: {plan:?}");
-    report["memory_plan"] = json!(plan);
-
+    report.memory_plan = Some(plan);
     if cfg.stop_after != Some(Phase::Synth) {
         backend.prefetch(&srs)?;
     }
@@ -234,91 +253,153 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
     let saver = Saver::new(cache.path.clone(), cache.replace || cache.found);
     let run = schedule::Run {
         cfg,
-        circuits: &*circuits,
-        todo: &todo,
+        circuits: &*circuits.circuits,
+        todo: &circuits.todo,
         srs: &srs,
-        backend: &*backend,
+        backend,
         window: plan.window,
         found: found.as_deref(),
         defer,
         keep: &|p| saver.start(p),
     };
-    let schedule::Proved {
-        proofs,
-        shape,
-        witness,
-        pce,
-        recorded,
-    } = schedule::synthesize_and_prove(&run, &mut t)?;
-    report["circuit"] = json!(shape);
-    if let Some(p) = &pce {
-        report["pce"] = json!({
-            "path": cache.path,
-            "source": if recorded { "recorded" } else { "loaded" },
-            "terms": p.nnz(),
-            "eval": if defer { "backend" } else { "cpu" },
-        });
-    }
-    report["witness"] = json!(witness);
+    let proved = schedule::synthesize_and_prove(&run, t).map_err(|e| {
+        let kind = match crate::panics::is_synthesis_panic(&e) {
+            true => ErrorKind::BadInput,
+            false => ErrorKind::Runtime,
+        };
+        Failure { kind, error: e }
+    })?;
+    report.circuit = proved.shape;
+    report.witness = proved.witness;
+    report.pce = proved.pce.as_ref().map(|p| PceInfo {
+        path: cache.path.clone(),
+        source: if proved.recorded {
+            "recorded"
+        } else {
+            "loaded"
+        },
+        terms: p.nnz(),
+        eval: if defer { "backend" } else { "cpu" },
+        saved: None,
+    });
     if matches!(cfg.stop_after, Some(Phase::Synth) | Some(Phase::Prove)) {
-        return done(t, report);
+        return Ok(Vec::new());
     }
 
     if cfg.verify {
-        t.time("verify", || verify::verify(&srs.vk, &proofs, &inputs))?;
+        t.time("verify", || {
+            verify::verify(&srs.vk, &proved.proofs, &circuits.inputs)
+        })?;
     }
-    report["verified"] = json!(cfg.verify);
-    report["backend"] = json!(backend.name());
-    let just: Vec<Proof<Bls12>> = proofs.into_iter().map(|(_, p)| p).collect();
+    report.verified = Some(cfg.verify);
+    let just: Vec<Proof<Bls12>> = proved.proofs.into_iter().map(|(_, p)| p).collect();
     let bytes = output::encode(&just)?;
     if let Some(out) = &cfg.output {
-        t.time("write proof", || output::write_atomic(out, &bytes))?;
-        report["output"] = json!({ "path": out, "bytes": bytes.len() });
+        t.time("write proof", || output::write_to(out, &bytes, false))?;
+        report.output = Some(OutputInfo {
+            path: out.clone(),
+            bytes: bytes.len(),
+        });
     }
     // The proof is written: the recording's save is waited for last, and its failure is
     // a warning (later runs record it again).
-    if let Some(saved) = finish_save(cfg, &saver, cache.path.as_deref(), &mut t) {
-        report["pce"]["saved"] = json!(saved);
+    let saved = finish_save(cfg, &saver, cache.path.as_deref(), t);
+    if let Some(p) = report.pce.as_mut() {
+        p.saved = saved;
     }
-    Ok(Outcome {
-        proof: bytes,
-        timings: t,
-        report,
-    })
+    Ok(bytes)
 }
 
-/// The report's first fields: versions, the C1, the flags.
-fn report_base(cfg: &Config, c1: &C1, partitions: usize) -> serde_json::Value {
+/// The C1, read and checked against `--miner-id`/`--partition`; its partition count.
+fn read_input(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<(C1, usize)> {
+    let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
     let proof = c1.registered_proof;
-    json!({
-        "versions": {
-            "cuzk-prove": env!("CARGO_PKG_VERSION"),
-            "filecoin-proofs": env!("CUZK_DEP_FILECOIN_PROOFS"),
-            "storage-proofs-porep": env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
-            "bellperson": env!("CUZK_DEP_BELLPERSON"),
-            "blstrs": env!("CUZK_DEP_BLSTRS"),
-            "blst": env!("CUZK_DEP_BLST"),
-        },
-        "c1": { "path": cfg.c1, "format": c1.format, "bytes": c1.file_bytes,
-                "registered_proof": format!("{proof:?}"),
-                "sector_size": c1.sector_size(),
-                "sector_size_name": sector_size_name(c1.sector_size()),
-                "sector_num": c1.sector_num },
-        "partitions": partitions,
-        "flags": cfg,
-    })
+    check_replica_id(cfg, &c1)?;
+    let partitions = usize::from(proof.as_v1_config().partitions);
+    if let Some(k) = cfg.partition {
+        ensure!(
+            k < partitions,
+            "--partition {k} is out of range: {proof:?} has {partitions} partitions (0..{})",
+            partitions - 1
+        );
+    }
+    report.c1 = Some(C1Info {
+        path: cfg.c1.clone(),
+        format: c1.format,
+        bytes: c1.file_bytes,
+        registered_proof: format!("{proof:?}"),
+        sector_size: c1.sector_size(),
+        sector_size_name: sector_size_name(c1.sector_size()).to_string(),
+        sector_num: c1.sector_num,
+    });
+    report.partitions = Some(partitions);
+    Ok((c1, partitions))
 }
 
-/// The parameters: located (generated first with `--gen-test-params`), mapped and checked
-/// against their `.vk`; whether they are TEST-ONLY (said once, here).
-fn open_params(
+/// The parameters for `proof`: missing ones are their own failure (exit status 4); a
+/// file that does not match its key or the circuit is bad input.
+fn parameters(
     cfg: &Config,
     proof: RegisteredSealProof,
     t: &mut Timings,
-) -> Result<(PathBuf, Arc<Srs>, bool)> {
+    report: &mut Report,
+) -> Result<(PathBuf, Arc<Srs>), Failure> {
     let params_path = locate_params(cfg, proof, t)?;
+    let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
+    report.params = Some(ParamsInfo {
+        path: srs.path.clone(),
+        bytes: srs.file_len(),
+        domain: srs.domain_size(),
+        test_only,
+        sections: vec![srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
+    });
+    Ok((params_path, srs))
+}
+
+/// The partition circuits to prove and their public inputs.
+struct Circuits {
+    circuits: Box<dyn PartitionCircuits>,
+    /// The partitions to prove, in order.
+    todo: Vec<usize>,
+    inputs: Vec<Vec<blstrs::Scalar>>,
+}
+
+/// The C1's partition circuits (those `--partition` names), their public inputs, and
+/// their count checked against the parameters.
+fn build_circuits(
+    cfg: &Config,
+    c1: C1,
+    partitions: usize,
+    srs: &Srs,
+    t: &mut Timings,
+) -> Result<Circuits> {
+    let porep_config = c1.registered_proof.as_v1_config();
+    let mut circuits: Box<dyn PartitionCircuits> = t.time("build circuits", || {
+        porep_circuits(&porep_config, c1.output)
+    })?;
+    circuits.set_native_label(cfg.native_label);
+    let todo: Vec<usize> = match cfg.partition {
+        Some(k) => vec![k],
+        None => (0..partitions).collect(),
+    };
+    let inputs: Vec<Vec<blstrs::Scalar>> = t.time("public inputs", || {
+        todo.par_iter()
+            .map(|&k| circuits.public_inputs(k))
+            .collect::<Result<_>>()
+    })?;
+    srs.check_public_inputs(inputs[0].len())?;
+    Ok(Circuits {
+        circuits,
+        todo,
+        inputs,
+    })
+}
+
+/// The parameters, mapped and checked against their `.vk`; whether they are TEST-ONLY
+/// (said once, here).
+fn open_params(cfg: &Config, params_path: &Path, t: &mut Timings) -> Result<(Arc<Srs>, bool)> {
     let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
-        let srs = Srs::open(&params_path)?;
+        let srs = Srs::open(params_path)?;
         let vk_path = params_path.with_extension("vk");
         if let Ok(vk) = std::fs::read(&vk_path) {
             ensure!(
@@ -336,7 +417,7 @@ fn open_params(
     if test_only {
         log(cfg, &format!("notice: using {TEST_ONLY_NOTICE}"));
     }
-    Ok((params_path, srs, test_only))
+    Ok((srs, test_only))
 }
 
 /// Before any heavy work: the recording's home (`--pce`), whether the backend evaluates

@@ -293,15 +293,16 @@ impl Shared<'_> {
 }
 
 /// Synthesizes `todo`'s partitions on `pool` and hands each, complete, to `prove` with its
-/// position in `todo`, in the order they are completed (`todo`'s order but for ties).
-/// Stops at the first error, of synthesis or of `prove`.
+/// position in `todo`, in the order they are completed (`todo`'s order but for ties), and
+/// the partition handed over next when it is already complete (so that the prover can
+/// move its inputs ahead). Stops at the first error, of synthesis or of `prove`.
 pub fn run(
     circuits: &dyn PartitionCircuits,
     todo: &[usize],
     synthesis: Synthesis<'_>,
     window: usize,
     pool: &rayon::ThreadPool,
-    mut prove: impl FnMut(usize, ProvingAssignment) -> Result<()>,
+    mut prove: impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()>,
 ) -> Result<Overlapped> {
     let t0 = Instant::now();
     let window = window.max(1);
@@ -387,12 +388,29 @@ pub fn run(
         });
         let mut waited = Duration::ZERO;
         let mut outcome = Ok(());
-        for _ in 0..todo.len() {
-            let t = Instant::now();
-            let msg = rx.recv();
-            waited += t.elapsed();
+        // A partition taken from the channel ahead of its turn, to name it as the next.
+        let mut ahead = None;
+        for i in 0..todo.len() {
+            let msg = match ahead.take() {
+                Some(m) => Ok(m),
+                None => {
+                    let t = Instant::now();
+                    let msg = rx.recv();
+                    waited += t.elapsed();
+                    msg
+                }
+            };
             let r = match msg {
-                Ok((pos, r)) => r.and_then(|pa| prove(pos, pa)),
+                Ok((pos, r)) => r.and_then(|pa| {
+                    if i + 1 < todo.len() {
+                        ahead = rx.try_recv().ok();
+                    }
+                    let next = match &ahead {
+                        Some((_, Ok(n))) => Some(n),
+                        _ => None,
+                    };
+                    prove(pos, pa, next)
+                }),
                 Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
             };
             if let Err(e) = r {

@@ -59,11 +59,21 @@ pub fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
         .num_threads(run.cfg.synth_threads)
         .build()?;
     let mut prover = Prover::new(run);
-    let (pce, recorded) = if run.cfg.overlap_synth {
-        overlapped(run, &pool, &mut prover, t)?
+    // On a terminal, a bar over the partitions instead of the phases' spinners.
+    let spinners = t.set_spinners(false);
+    if spinners && run.todo.len() > 1 {
+        prover.bar = Some(progress_bar(run.todo.len()));
+    }
+    let done = if run.cfg.overlap_synth {
+        overlapped(run, &pool, &mut prover, t)
     } else {
-        batched(run, &pool, &mut prover, t)?
+        batched(run, &pool, &mut prover, t)
     };
+    t.set_spinners(spinners);
+    if let Some(b) = prover.bar.take() {
+        b.finish_and_clear();
+    }
+    let (pce, recorded) = done?;
     let Prover {
         mut proofs,
         shape,
@@ -81,9 +91,22 @@ pub fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
     })
 }
 
+/// "proved 3 of 10 partitions", elapsed time and ETA, on stderr.
+fn progress_bar(n: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(n as u64);
+    let style = indicatif::ProgressStyle::with_template(
+        "{bar:30} proved {pos} of {len} partitions  {elapsed} (ETA {eta})",
+    )
+    .expect("a valid template");
+    bar.set_style(style);
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
 /// Proves synthesized partitions and collects their proofs.
 struct Prover<'a> {
     run: &'a Run<'a>,
+    bar: Option<indicatif::ProgressBar>,
     randomness: Vec<Randomness>,
     proofs: Vec<(usize, Proof<Bls12>)>,
     shape: Option<Shape>,
@@ -99,6 +122,7 @@ impl<'a> Prover<'a> {
         };
         Self {
             run,
+            bar: None,
             randomness,
             proofs: Vec::with_capacity(n),
             shape: None,
@@ -107,10 +131,12 @@ impl<'a> Prover<'a> {
     }
 
     /// The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
+    /// `next`: the partition that comes after them, when it is already synthesized.
     fn prove(
         &mut self,
         pos: usize,
         mut parts: Vec<ProvingAssignment>,
+        next: Option<&ProvingAssignment>,
         t: &mut Timings,
     ) -> Result<()> {
         let run = self.run;
@@ -133,7 +159,7 @@ impl<'a> Prover<'a> {
         if run.cfg.stop_after == Some(Phase::Synth) {
             return Ok(());
         }
-        let products = run.backend.products(run.srs, &mut parts, t)?;
+        let products = run.backend.products(run.srs, &mut parts, next, t)?;
         drop(parts);
         let assembled = t.time("assemble proofs", || {
             products
@@ -142,6 +168,9 @@ impl<'a> Prover<'a> {
                 .map(|(p, r)| assemble(&run.srs.vk, p, *r))
                 .collect::<Result<Vec<_>>>()
         })?;
+        if let Some(b) = &self.bar {
+            b.inc(assembled.len() as u64);
+        }
         self.proofs
             .extend(run.todo[pos..].iter().copied().zip(assembled));
         Ok(())
@@ -181,9 +210,14 @@ fn overlapped(
     }
     t.add(synthesis, Duration::ZERO);
     t.add(waited, Duration::ZERO);
-    let done = overlap_synth::run(run.circuits, run.todo, how, run.window, pool, |pos, pa| {
-        prover.prove(pos, vec![pa], t)
-    })?;
+    let done = overlap_synth::run(
+        run.circuits,
+        run.todo,
+        how,
+        run.window,
+        pool,
+        |pos, pa, next| prover.prove(pos, vec![pa], next, t),
+    )?;
     t.add(synthesis, done.synthesis);
     t.add(waited, done.waited);
     if let Some(d) = done.loaded {
@@ -252,7 +286,7 @@ fn batched(
                 })
             })?
         };
-        prover.prove(b * run.window, parts, t)?;
+        prover.prove(b * run.window, parts, None, t)?;
     }
     Ok((pce, recorded))
 }

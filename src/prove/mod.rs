@@ -55,17 +55,24 @@ pub trait Backend {
     fn prefetch(&self, _srs: &std::sync::Arc<Srs>) -> Result<()> {
         Ok(())
     }
+    /// The GPU that proved, for the report (None for the CPU, or before any proving).
+    fn device(&self) -> Option<crate::report::GpuInfo> {
+        None
+    }
     /// Whether `products` evaluates assignments whose a, b, c synthesis deferred
     /// (`--pce-eval gpu`) itself, on its device; else synthesis evaluates them.
     fn evaluates_pce(&self) -> bool {
         false
     }
     /// Computes the products of every assignment (consuming their a, b, c evaluations,
-    /// made first where deferred).
+    /// made first where deferred). `next`: the partition the caller will hand over next,
+    /// when it is already synthesized: a backend may start moving its inputs to the
+    /// device while it works on `parts` (the CUDA backend's `--upload-ahead`).
     fn products(
         &self,
         srs: &Srs,
         parts: &mut [ProvingAssignment],
+        next: Option<&ProvingAssignment>,
         timings: &mut Timings,
     ) -> Result<Vec<Products>>;
 }

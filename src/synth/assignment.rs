@@ -32,7 +32,7 @@ impl Density {
     /// Appends one variable, not (yet) in the query.
     #[inline]
     pub fn add_element(&mut self) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;
@@ -118,7 +118,7 @@ impl Density {
             "{} density words for {len} variables",
             words.len()
         );
-        if len % 64 != 0 {
+        if !len.is_multiple_of(64) {
             anyhow::ensure!(
                 words[len / 64] >> (len % 64) == 0,
                 "density bits beyond the last variable"

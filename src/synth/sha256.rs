@@ -312,11 +312,11 @@ fn compress(aux: &mut Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
 /// bellperson's `sha256` gadget: padding, then one compression a block; the digest's 256
 /// bits, each word most significant bit first.
 pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
-    assert!(input.len() % 8 == 0);
+    assert!(input.len().is_multiple_of(8));
     let mut padded = input.to_vec();
     let len = padded.len() as u64;
     padded.push(Bit::Const(true));
-    while (padded.len() + 64) % 512 != 0 {
+    while !(padded.len() + 64).is_multiple_of(512) {
         padded.push(Bit::Const(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::Const((len >> i) & 1 == 1)));
@@ -329,7 +329,7 @@ pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
 
 /// storage-proofs' `reverse_bit_numbering`: padded to whole bytes, each byte's bits reversed.
 pub fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
-    while bits.len() % 8 != 0 {
+    while !bits.len().is_multiple_of(8) {
         bits.push(Bit::Const(false));
     }
     bits.chunks(8)

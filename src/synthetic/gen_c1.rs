@@ -653,7 +653,7 @@ pub fn encode(c1: &SealCommitPhase1Output, sector_num: u64, raw: bool) -> Result
 pub fn parse_seed(s: &str) -> Result<[u8; 32]> {
     let s = s.strip_prefix("0x").unwrap_or(s);
     ensure!(
-        !s.is_empty() && s.len() <= 64 && s.len() % 2 == 0,
+        !s.is_empty() && s.len() <= 64 && s.len().is_multiple_of(2),
         "--seed must be 2 to 64 hex digits (an even count), got {} characters",
         s.len()
     );

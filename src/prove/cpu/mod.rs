@@ -27,6 +27,7 @@ impl Backend for Cpu {
         &self,
         srs: &Srs,
         parts: &mut [ProvingAssignment],
+        _next: Option<&ProvingAssignment>,
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
         // Assignments left unevaluated for a GPU that turned out absent (--device auto).

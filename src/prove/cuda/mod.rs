@@ -28,6 +28,13 @@ mod ffi {
         pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub fn cuzk_set_pin_transfers(on: c_int);
+        pub fn cuzk_device_name(
+            dev: c_int,
+            name: *mut c_char,
+            len: usize,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
         pub fn cuzk_host_register(
             ptr: *const std::os::raw::c_void,
             bytes: usize,
@@ -165,7 +172,33 @@ impl<T> Drop for PageLocked<'_, T> {
     }
 }
 
-/// Free and total memory of the calling thread's current GPU, in bytes.
+/// GPU `index`'s name, e.g. "NVIDIA H200".
+pub fn device_name(index: usize) -> Result<String> {
+    #[cfg(cuzk_cuda)]
+    {
+        let mut name = [0u8; 256];
+        // SAFETY: the callee writes at most name.len() and `errlen` bytes, NUL-terminated.
+        call(|e, l| unsafe {
+            ffi::cuzk_device_name(
+                index as std::os::raw::c_int,
+                name.as_mut_ptr().cast(),
+                name.len(),
+                e,
+                l,
+            )
+        })?;
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+    }
+    #[cfg(not(cuzk_cuda))]
+    {
+        let _ = index;
+        bail!(NO_CUDA_BUILD)
+    }
+}
+
+/// Free and total memory of the calling thread's current GPU, in bytes (free counting
+/// what the memory pool holds unused).
 pub fn mem_info() -> Result<(usize, usize)> {
     #[cfg(cuzk_cuda)]
     {

@@ -245,7 +245,7 @@ impl<P: GpuAffine> DevicePoints<P> {
 
     fn create(raw: &[u8], emulate: bool, pin: bool) -> Result<Self> {
         ensure!(
-            raw.len() % P::RAW_SIZE == 0,
+            raw.len().is_multiple_of(P::RAW_SIZE),
             "{} bytes are not a whole number of {}-byte {} points",
             raw.len(),
             P::RAW_SIZE,

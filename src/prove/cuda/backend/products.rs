@@ -1,0 +1,302 @@
+//! The products of a partition on the GPU: H (the NTT, or the recording's evaluation
+//! and the NTT, `--pce-eval gpu`), then the witness MSMs L, A, B over its aux assignment,
+//! uploaded once; partition by partition with the SRS resident, else product by product.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use group::Group;
+
+use super::phases::{DeviceWork, Phase, Phases};
+use super::resident::{Decoded, Loaded};
+use super::{Cuda, BG2};
+use crate::input::srs::Srs;
+use crate::prove::cuda::pce_eval::DevicePce;
+use crate::prove::cuda::{ntt, DeviceScalars, GpuAffine, Msm};
+use crate::prove::Products;
+use crate::report::Timings;
+use crate::synth::pce::Pce;
+use crate::synth::ProvingAssignment;
+
+/// Device memory a partition needs beside the resident SRS and a recording on the device
+/// (`--pce-eval gpu`), per domain element: its peak is MSM h's (≈ 450 bytes, see
+/// [`SCRATCH_PER_DOMAIN_ELEMENT`]) with the aux assignment (32) and the NTT's twist
+/// tables (64: kept for the process once made) beside it, plus ~30 of slack; the
+/// evaluation and the NTT before it need less (a, b, c, H and the aux: 160). At 32GiB
+/// on the H200: 8.8 GB of recording + 77 GB against ~94 GB free beside the SRS.
+/// `--upload-ahead` adds the next partition's aux assignment (32 more).
+const PCE_SCRATCH_PER_DOMAIN_ELEMENT: usize = 576;
+
+/// A deferred assignment's evaluations on the host cores, where its recording does not
+/// fit the GPU.
+fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result<Abc> {
+    let [a, b, c] = t.time(
+        "A·w, B·w, C·w (PCE, CPU: the recording does not fit the GPU)",
+        || pce.evaluations(&p.input_assignment, &p.aux_assignment),
+    )?;
+    Ok((a, b, c))
+}
+
+type Abc = (Vec<Fr>, Vec<Fr>, Vec<Fr>);
+
+impl Cuda {
+    /// The recording `pce` on the device: uploaded on first use, then kept for the run.
+    /// None when it does not fit beside what the NTT and the MSMs need (8.8 GB at 32GiB):
+    /// the host evaluates instead ([`host_evaluations`]).
+    fn device_pce(&self, pce: &Arc<Pce>, t: &mut Timings) -> Result<Option<Arc<DevicePce>>> {
+        let mut kept = self.pce_dev.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = kept.as_ref().filter(|d| Arc::ptr_eq(&d.pce, pce)) {
+            return Ok(Some(d.clone()));
+        }
+        *kept = None; // another recording's memory goes first
+        let m = pce.constraints().next_power_of_two();
+        let per = PCE_SCRATCH_PER_DOMAIN_ELEMENT + if self.upload_ahead { 32 } else { 0 };
+        let need = DevicePce::bytes_for(pce) + per * m;
+        let (free, _) = crate::prove::cuda::mem_info()?;
+        if need > free {
+            log::info!(
+                "--pce-eval gpu: the recording needs {need} bytes with the NTT and MSM \
+                 scratch, the GPU has {free} free: A·w, B·w, C·w on the host"
+            );
+            return Ok(None);
+        }
+        let d = t.time("upload PCE matrices (GPU, once per run)", || {
+            DevicePce::upload(pce, false)
+        })?;
+        let d = Arc::new(d);
+        *kept = Some(d.clone());
+        Ok(Some(d))
+    }
+}
+
+/// The witness queries: L and A read the aux assignment, B (G1 and G2) the B query.
+#[derive(Clone, Copy)]
+enum Query {
+    L,
+    A,
+    B,
+}
+
+/// One query's MSMs for one partition, its aux assignment already on the device: the
+/// inputs (A: all; B: by B's input density) from the host, then the aux scalars of the
+/// query, selected on the device. L has no inputs.
+fn query<P: GpuAffine>(
+    q: Query,
+    pts: &Loaded<P>,
+    p: &ProvingAssignment,
+    aux: &DeviceScalars,
+    w: Msm,
+    work: &mut DeviceWork,
+) -> Result<P::Projective> {
+    match q {
+        Query::L => pts.msm_dev(0, aux, w, work),
+        Query::A => {
+            let inputs = p.input_assignment.len();
+            let aux = aux.select(&p.a_aux_density)?;
+            Ok(pts.msm(0, &p.input_assignment, w, work)? + pts.msm_dev(inputs, &aux, w, work)?)
+        }
+        Query::B => {
+            let inputs = p.b_input_density.select(&p.input_assignment);
+            let aux = aux.select(&p.b_aux_density)?;
+            Ok(pts.msm(0, &inputs, w, work)?
+                + pts.msm_dev(p.b_input_density.total(), &aux, w, work)?)
+        }
+    }
+}
+
+impl Cuda {
+    /// H for one partition: the NTT leaves it on the device for its MSM. With `aux`, that
+    /// assignment goes to the device during the MSM (returned; its upload's wait beyond
+    /// the MSM is timed as the aux upload).
+    fn h_product(
+        &self,
+        pts: &Loaded<G1Affine>,
+        (a, b, c): (Vec<Fr>, Vec<Fr>, Vec<Fr>),
+        aux: Option<&[Fr]>,
+        ph: &mut Phases,
+    ) -> Result<(G1Projective, Option<DeviceScalars>)> {
+        let hd = ph.time(Phase::Ntt, |_| {
+            let (hd, ms) = ntt::quotient_to_device(&a, &b, &c, false)?;
+            drop((a, b, c));
+            Ok((hd, ms))
+        })?;
+        ph.ntt_ms += hd.1 as f64;
+        let h_cfg = self.h_msm();
+        let Some(aux) = aux else {
+            let h = ph.time(Phase::HMsm, |work| pts.msm_dev(0, &hd.0, h_cfg, work))?;
+            return Ok((h, None));
+        };
+        let t0 = Instant::now();
+        let (aux, (h, msm)) = DeviceScalars::upload_during(aux, false, || {
+            let t1 = Instant::now();
+            let h = pts.msm_dev(0, &hd.0, h_cfg, &mut ph.work[Phase::HMsm as usize])?;
+            Ok((h, t1.elapsed()))
+        })?;
+        ph.wall[Phase::HMsm as usize] += msm;
+        ph.wall[Phase::AuxUpload as usize] += t0.elapsed().saturating_sub(msm);
+        Ok((h, Some(aux)))
+    }
+
+    /// H for a partition whose a, b, c synthesis left to the backend (`--pce-eval gpu`),
+    /// up to its MSM: a, b, c evaluated on the device from its aux assignment (there
+    /// already; L, A and B then reuse it), then the NTT, which leaves H there.
+    fn h_pce(
+        &self,
+        pce: &DevicePce,
+        p: &ProvingAssignment,
+        aux: &DeviceScalars,
+        ph: &mut Phases,
+    ) -> Result<DeviceScalars> {
+        let (hd, eval_ms, ms) = ph.time(Phase::Ntt, |_| {
+            ntt::quotient_pce_to_device(pce, &p.input_assignment, aux)
+        })?;
+        ph.ntt_ms += ms as f64;
+        ph.eval_ms += eval_ms as f64;
+        ph.evaluated += 1;
+        Ok(hd)
+    }
+
+    /// The H MSM's settings: the window, never the split (H's scalars are uniformly
+    /// random).
+    fn h_msm(&self) -> Msm {
+        Msm {
+            split: false,
+            ..self.msm
+        }
+    }
+
+    /// With the SRS resident, partition by partition: H, then the aux assignment goes to
+    /// the device once and serves L, A and B. Else (sections loaded per MSM) product by
+    /// product over the partitions, each MSM uploading the aux assignment it narrows.
+    /// `next`: the partition the caller proves after these, already synthesized; with the
+    /// SRS resident and `--pce-eval gpu`, each partition's aux assignment goes to the
+    /// device beside the MSMs of the one before it (`--upload-ahead`, upload_ahead.rs).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn products_with(
+        &self,
+        srs: &Srs,
+        abc: Vec<Abc>,
+        parts: &[ProvingAssignment],
+        next: Option<&ProvingAssignment>,
+        t: &mut Timings,
+        g1: &Decoded<G1Affine>,
+        g2: &Decoded<G2Affine>,
+    ) -> Result<Vec<Products>> {
+        let w = self.msm;
+        let g2_on_gpu = self.b_g2 == BG2::Gpu;
+        let mut out: Vec<Products> = parts
+            .iter()
+            .map(|_| Products {
+                h: G1Projective::identity(),
+                l: G1Projective::identity(),
+                a: G1Projective::identity(),
+                b_g1: G1Projective::identity(),
+                b_g2: G2Projective::identity(), // with --b-g2 cpu, filled in by the caller
+            })
+            .collect();
+        let mut ph = Phases::default();
+        // The NTT does not read the SRS: only now wait for the sections' upload.
+        let resident = self.resident(t)?;
+        if let Some(r) = resident.as_deref() {
+            let (h, l, a, b_g1) = (
+                Loaded::Resident(&r.h),
+                Loaded::Resident(&r.l),
+                Loaded::Resident(&r.a),
+                Loaded::Resident(&r.b_g1),
+            );
+            let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
+            let witness = |o: &mut Products, p, aux: &_, ph: &mut Phases| -> Result<()> {
+                o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, aux, w, k))?;
+                o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, aux, w, k))?;
+                o.b_g1 = ph.time(Phase::BG1, |k| query(Query::B, &b_g1, p, aux, w, k))?;
+                if let Some(b_g2) = &b_g2 {
+                    o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, b_g2, p, aux, w, k))?;
+                }
+                Ok(())
+            };
+            for (i, ((o, abc), p)) in out.iter_mut().zip(abc).zip(parts).enumerate() {
+                let on_device = match &p.deferred {
+                    Some(pce) => self.device_pce(pce, t)?,
+                    None => None,
+                };
+                if let Some(pce) = on_device {
+                    // The next partition's aux assignment moves while this one's MSMs run.
+                    let aux = self.aux_on_device(p, &mut ph)?;
+                    let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                    let after = parts.get(i + 1).or(next);
+                    self.beside_next_upload(after, &mut ph, |ph| {
+                        o.h = ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
+                        drop(hd);
+                        witness(o, p, &aux, ph)
+                    })?;
+                    continue;
+                }
+                let abc = match &p.deferred {
+                    Some(pce) => host_evaluations(pce, p, t)?,
+                    None => abc,
+                };
+                let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
+                let (hp, aux) = self.h_product(&h, abc, beside, &mut ph)?;
+                o.h = hp;
+                let aux = match aux {
+                    Some(aux) => aux,
+                    None => ph.time(Phase::AuxUpload, |_| {
+                        DeviceScalars::upload(&p.aux_assignment, false)
+                    })?,
+                };
+                witness(o, p, &aux, &mut ph)?;
+            }
+            ph.record(t, w.split, g2_on_gpu, true, self.overlap_aux);
+            return Ok(out);
+        }
+
+        // H stays on the device from the NTT to its MSM; so one partition at a time (all
+        // of a 32GiB proof's H at once would not fit beside the SRS).
+        let pts = self.load(srs, &srs.h, g1, t)?;
+        for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
+            let on_device = match &p.deferred {
+                Some(pce) => self.device_pce(pce, t)?,
+                None => None,
+            };
+            o.h = match (on_device, &p.deferred) {
+                (Some(pce), _) => {
+                    let aux = self.aux_on_device(p, &mut ph)?;
+                    let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                    ph.time(Phase::HMsm, |k| pts.msm_dev(0, &hd, self.h_msm(), k))?
+                }
+                (None, Some(pce)) => {
+                    let abc = host_evaluations(pce, p, t)?;
+                    self.h_product(&pts, abc, None, &mut ph)?.0
+                }
+                (None, None) => self.h_product(&pts, abc, None, &mut ph)?.0,
+            };
+        }
+        drop(pts);
+        let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
+        for (q, s, phase) in [
+            (Query::L, &srs.l, Phase::L),
+            (Query::A, &srs.a, Phase::A),
+            (Query::B, &srs.b_g1, Phase::BG1),
+        ] {
+            let pts = self.load(srs, s, g1, t)?;
+            for (o, p) in out.iter_mut().zip(parts) {
+                let v = ph.time(phase, |k| query(q, &pts, p, &upload(p)?, w, k))?;
+                match phase {
+                    Phase::L => o.l = v,
+                    Phase::A => o.a = v,
+                    _ => o.b_g1 = v,
+                }
+            }
+        }
+        if g2_on_gpu {
+            let pts = self.load(srs, &srs.b_g2, g2, t)?;
+            for (o, p) in out.iter_mut().zip(parts) {
+                o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &pts, p, &upload(p)?, w, k))?;
+            }
+        }
+        ph.record(t, w.split, g2_on_gpu, false, false);
+        Ok(out)
+    }
+}

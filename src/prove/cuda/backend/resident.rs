@@ -1,0 +1,243 @@
+//! The SRS on the GPU: every section uploaded raw and decoded there while the partitions
+//! are synthesized, then resident for the run (`--srs-decode gpu`); or, where the GPU is
+//! too small, each section loaded for its MSMs (decoded on the device, or on the host
+//! cores with `--srs-decode cpu`).
+
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use blstrs::{G1Affine, G2Affine, Scalar as Fr};
+
+use super::phases::DeviceWork;
+use super::probe::Probe;
+use super::{Cuda, SrsDecode};
+use crate::input::srs::{Section, Srs, SrsPoint};
+use crate::prove::cuda::{msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
+use crate::report::Timings;
+
+/// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`).
+pub struct Resident {
+    pub(super) h: DevicePoints<G1Affine>,
+    pub(super) l: DevicePoints<G1Affine>,
+    pub(super) a: DevicePoints<G1Affine>,
+    pub(super) b_g1: DevicePoints<G1Affine>,
+    pub(super) b_g2: Option<DevicePoints<G2Affine>>,
+}
+
+/// Where the resident SRS stands.
+#[derive(Default)]
+pub enum Prefetch {
+    /// Not asked for: sections are loaded per MSM.
+    #[default]
+    Off,
+    /// A helper thread is creating the CUDA context and then, when the GPU has the room,
+    /// uploading and decoding the sections.
+    Loading(JoinHandle<Result<Prefetched>>),
+    Ready(Arc<Resident>),
+    /// The context exists, but the SRS did not fit: sections are loaded per MSM.
+    NoRoom,
+}
+
+/// What the prefetch thread did.
+pub struct Prefetched {
+    /// None when the GPU lacks the room for every section plus the MSMs' scratch.
+    pub(super) resident: Option<Resident>,
+    pub(super) context: Duration,
+    pub(super) upload: Duration,
+}
+
+/// Device memory the MSMs and the NTT need besides the resident SRS, per domain element.
+/// Estimated from the allocations (not measured): the H MSM's peak, while its 16 windows
+/// of digits are sorted, is ≈ 450 bytes (H and its copy 64, keys and values in and out
+/// 256, CUB's scratch ≈ 128); 640 leaves room for the allocator and CUB.
+const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
+
+impl Resident {
+    fn load(srs: &Srs, pin: bool, g2: bool) -> Result<Self> {
+        fn decode<P: GpuAffine>(srs: &Srs, s: &Section, pin: bool) -> Result<DevicePoints<P>> {
+            DevicePoints::decode(srs.section_bytes(s), pin).map_err(|e| {
+                anyhow::anyhow!(
+                    "parameters {}: section '{}': {e:#}",
+                    srs.path.display(),
+                    s.name
+                )
+            })
+        }
+        let r = Resident {
+            h: decode(srs, &srs.h, pin)?,
+            l: decode(srs, &srs.l, pin)?,
+            a: decode(srs, &srs.a, pin)?,
+            b_g1: decode(srs, &srs.b_g1, pin)?,
+            b_g2: g2.then(|| decode(srs, &srs.b_g2, pin)).transpose()?,
+        };
+        Ok(r)
+    }
+
+    /// Runs on the prefetch thread, during synthesis: the probe's answer and the CUDA
+    /// context first (0.10–0.12 s each on the H200, which a single-shot prover would
+    /// otherwise pay before or after synthesis), then the sections if they fit beside the
+    /// MSMs' scratch. Nothing without a GPU (`--device auto` then proves on the CPU).
+    pub(super) fn prefetch(srs: &Srs, probe: &Probe, pin: bool, g2: bool) -> Result<Prefetched> {
+        let t0 = Instant::now();
+        if !probe.claim(false)? {
+            return Ok(Prefetched {
+                resident: None,
+                context: t0.elapsed(),
+                upload: Duration::ZERO,
+            });
+        }
+        crate::prove::cuda::set_device(probe.gpu)?;
+        let (free, _) = crate::prove::cuda::mem_info()?;
+        let context = t0.elapsed();
+        let mut bytes: usize = [&srs.h, &srs.l, &srs.a, &srs.b_g1]
+            .iter()
+            .map(|s| s.count * s.point_size)
+            .sum();
+        if g2 {
+            bytes += srs.b_g2.count * srs.b_g2.point_size;
+        }
+        let need = bytes + SCRATCH_PER_DOMAIN_ELEMENT * srs.domain_size();
+        if need > free {
+            log::info!(
+                "SRS loaded per MSM: resident it needs {need} bytes with the MSM scratch, the \
+                 GPU has {free} free"
+            );
+            return Ok(Prefetched {
+                resident: None,
+                context,
+                upload: Duration::ZERO,
+            });
+        }
+        let t1 = Instant::now();
+        let resident = Some(Self::load(srs, pin, g2)?);
+        srs.release_pages();
+        Ok(Prefetched {
+            resident,
+            context,
+            upload: t1.elapsed(),
+        })
+    }
+}
+
+/// A section's points: decoded on the host, on the device for one MSM, or resident.
+pub(super) enum Loaded<'a, P: GpuAffine> {
+    Host(Vec<P>),
+    Device(DevicePoints<P>),
+    Resident(&'a DevicePoints<P>),
+}
+
+impl<P: GpuAffine> Loaded<'_, P> {
+    /// Σ scalars[i]·points[offset + i], adding what the device did to `sum`.
+    pub(super) fn msm(
+        &self,
+        offset: usize,
+        scalars: &[Fr],
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
+        self.msm_with(offset, Scalars::Host(scalars), scalars.len(), cfg, sum)
+    }
+
+    /// [`Self::msm`] over scalars already on the device (all `n` of the set).
+    pub(super) fn msm_dev(
+        &self,
+        offset: usize,
+        scalars: &DeviceScalars,
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
+        let n = scalars.len();
+        self.msm_with(offset, Scalars::Device(scalars, 0, n), n, cfg, sum)
+    }
+
+    fn msm_with(
+        &self,
+        offset: usize,
+        scalars: Scalars,
+        n: usize,
+        cfg: Msm,
+        sum: &mut DeviceWork,
+    ) -> Result<P::Projective> {
+        let points = match self {
+            Loaded::Host(v) => Points::Host(&v[offset..offset + n]),
+            Loaded::Device(d) => Points::Device(d, offset),
+            Loaded::Resident(d) => Points::Device(d, offset),
+        };
+        let (p, r) = msm_with(points, scalars, cfg)?;
+        sum.add(&r, n);
+        Ok(p)
+    }
+}
+
+/// With `--srs-decode cpu`, decoded sections arrive from a helper thread in the order the
+/// MSMs use them, so host decoding overlaps the GPU work (NTT, then the previous section's
+/// MSM). One section in flight at a time bounds memory.
+pub(super) struct Decoded<P> {
+    pub(super) rx: mpsc::Receiver<(Result<Vec<P>>, Duration)>,
+}
+
+pub(super) fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Duration) {
+    let t0 = Instant::now();
+    (srs.points(s, 0..s.count), t0.elapsed())
+}
+
+impl Cuda {
+    /// The resident SRS, waiting for its loading thread if needed; None when sections are
+    /// loaded per MSM.
+    pub(super) fn resident(&self, t: &mut Timings) -> Result<Option<Arc<Resident>>> {
+        let mut state = self.resident.lock().unwrap_or_else(|e| e.into_inner());
+        if let Prefetch::Loading(_) = &*state {
+            let Prefetch::Loading(handle) = std::mem::take(&mut *state) else {
+                unreachable!()
+            };
+            let joined = t.time("wait for the GPU prefetch", || handle.join());
+            let done = joined.map_err(|_| anyhow::anyhow!("the SRS upload thread panicked"))??;
+            t.add(
+                "  GPU probe + CUDA context (during synthesis)",
+                done.context,
+            );
+            *state = match done.resident {
+                Some(r) => {
+                    t.add(
+                        "  SRS upload + decode, all sections (GPU, during synthesis)",
+                        done.upload,
+                    );
+                    Prefetch::Ready(Arc::new(r))
+                }
+                None => Prefetch::NoRoom,
+            };
+        }
+        Ok(match &*state {
+            Prefetch::Ready(r) => Some(r.clone()),
+            _ => None,
+        })
+    }
+
+    /// The points of section `s` when the SRS is not resident: decoded on the device from
+    /// the mapped bytes, or the next section from the host decoding thread.
+    pub(super) fn load<P: GpuAffine + SrsPoint>(
+        &self,
+        srs: &Srs,
+        s: &Section,
+        host: &Decoded<P>,
+        t: &mut Timings,
+    ) -> Result<Loaded<'static, P>> {
+        let name = s.name;
+        if self.srs_decode == SrsDecode::Gpu {
+            let d = t.time(&format!("upload + decode SRS {name} (GPU)"), || {
+                DevicePoints::decode(srs.section_bytes(s), self.pin)
+            });
+            let d = d.map_err(|e| {
+                anyhow::anyhow!("parameters {}: section '{name}': {e:#}", srs.path.display())
+            })?;
+            return Ok(Loaded::Device(d));
+        }
+        let (points, took) = t
+            .time(&format!("wait for SRS {name}"), || host.rx.recv())
+            .map_err(|_| anyhow::anyhow!("the SRS decoding thread stopped before {name}"))?;
+        t.add(&format!("  decode SRS {name} (overlapped)"), took);
+        Ok(Loaded::Host(points?))
+    }
+}

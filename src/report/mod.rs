@@ -1,0 +1,293 @@
+//! What a run reports: the `--timings` table ([`Timings`], [`Peaks`]) and the `--json`
+//! document ([`Report`]), typed and filled by the stages as they go. The document is
+//! written on success and on failure (then with `error`); its keys are snake_case and
+//! stable, and `schema_version` changes whenever one is renamed or removed.
+
+mod memory;
+mod timings;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use memory::{PeakMemory, Peaks};
+pub use timings::{key, TimingRow, Timings};
+
+use crate::input::c1::C1Format;
+use crate::input::srs::Section;
+use crate::pipeline::memory_budget::Plan;
+use crate::synth::{Shape, WitnessStats};
+
+/// The report format's version (1: the first typed report, cuzk-prove 0.1).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub build: Build,
+    /// The settings the run used (every flag, defaults included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flags: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c1: Option<C1Info>,
+    /// The sector's partitions (all of them, also with `--partition`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partitions: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<ParamsInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_plan: Option<Plan>,
+    /// "cuda" or "cpu": the backend that proved (or would have).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit: Option<Shape>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pce: Option<PceInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Peaks>,
+    /// The timing table's rows, in order, `total` last.
+    pub timings: Vec<TimingRow>,
+    /// The same seconds by key, for scripts.
+    pub timings_s: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+}
+
+impl Default for Report {
+    fn default() -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            build: Build::this(),
+            flags: None,
+            c1: None,
+            partitions: None,
+            params: None,
+            memory_plan: None,
+            backend: None,
+            gpu: None,
+            circuit: None,
+            witness: None,
+            pce: None,
+            verified: None,
+            output: None,
+            memory: None,
+            timings: Vec::new(),
+            timings_s: BTreeMap::new(),
+            error: None,
+        }
+    }
+}
+
+impl Report {
+    /// Takes the timing rows (when the run is over, or has failed).
+    pub fn set_timings(&mut self, t: &Timings) {
+        self.timings = t.rows();
+        self.timings_s = self
+            .timings
+            .iter()
+            .map(|r| (r.key.clone(), r.seconds))
+            .collect();
+    }
+
+    /// The document as JSON.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report serializes")
+    }
+}
+
+/// This binary: its version and commit, whether CUDA kernels are compiled in and for
+/// which architectures, and the versions of the crates whose circuit and proof format
+/// it follows.
+#[derive(Clone, Debug, Serialize)]
+pub struct Build {
+    pub version: &'static str,
+    /// The git commit it was built from ("unknown" outside a git checkout).
+    pub commit: &'static str,
+    /// The SM architectures of the compiled kernels ("80,89,90,120"), or None without
+    /// CUDA.
+    pub cuda_archs: Option<&'static str>,
+    pub filecoin_proofs: &'static str,
+    pub storage_proofs_porep: &'static str,
+    pub bellperson: &'static str,
+    pub blstrs: &'static str,
+    pub blst: &'static str,
+}
+
+impl Build {
+    pub fn this() -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("CUZK_COMMIT"),
+            cuda_archs: option_env!("CUZK_CUDA_ARCHS_BUILT"),
+            filecoin_proofs: env!("CUZK_DEP_FILECOIN_PROOFS"),
+            storage_proofs_porep: env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
+            bellperson: env!("CUZK_DEP_BELLPERSON"),
+            blstrs: env!("CUZK_DEP_BLSTRS"),
+            blst: env!("CUZK_DEP_BLST"),
+        }
+    }
+}
+
+/// `--version`'s long form.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ncommit ",
+    env!("CUZK_COMMIT"),
+    "\ncuda ",
+    env!("CUZK_CUDA_BUILD"),
+    "\nfollows filecoin-proofs ",
+    env!("CUZK_DEP_FILECOIN_PROOFS"),
+    ", storage-proofs-porep ",
+    env!("CUZK_DEP_STORAGE_PROOFS_POREP"),
+    ", bellperson ",
+    env!("CUZK_DEP_BELLPERSON"),
+    "\nblstrs ",
+    env!("CUZK_DEP_BLSTRS"),
+    ", blst ",
+    env!("CUZK_DEP_BLST"),
+);
+
+/// `--version`'s short form.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CUZK_COMMIT"),
+    ", cuda ",
+    env!("CUZK_CUDA_BUILD"),
+    ")"
+);
+
+#[derive(Clone, Debug, Serialize)]
+pub struct C1Info {
+    /// The file, or "-" for standard input.
+    pub path: PathBuf,
+    /// "Wrapper" (lotus-bench / Curio) or "Raw" (filecoin-proofs-api JSON).
+    pub format: C1Format,
+    pub bytes: usize,
+    pub registered_proof: String,
+    pub sector_size: u64,
+    pub sector_size_name: String,
+    pub sector_num: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamsInfo {
+    pub path: PathBuf,
+    pub bytes: usize,
+    pub domain: usize,
+    /// Made by `--gen-test-params` / `cuzk-dev gen-params` (worthless on chain).
+    pub test_only: bool,
+    pub sections: Vec<Section>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuInfo {
+    pub index: usize,
+    pub name: String,
+    pub memory_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PceInfo {
+    pub path: Option<PathBuf>,
+    /// "recorded" in this run, or "loaded".
+    pub source: &'static str,
+    /// Terms in A, B, C.
+    pub terms: [usize; 3],
+    /// Where A·w, B·w, C·w were evaluated: "backend" (the GPU) or "cpu".
+    pub eval: &'static str,
+    /// Whether a recording made here was kept (None: none was made).
+    pub saved: Option<bool>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OutputInfo {
+    /// The file, or "-" for standard output.
+    pub path: PathBuf,
+    pub bytes: usize,
+}
+
+/// Why a run failed: what the exit status says, and the one-line message.
+#[derive(Clone, Debug, Serialize)]
+pub struct ErrorInfo {
+    pub kind: ErrorKind,
+    pub exit_code: i32,
+    pub message: String,
+}
+
+/// The class of a failure, each with its exit status (the man page's EXIT STATUS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Anything else: I/O, the GPU, memory, an internal error.
+    Runtime,
+    /// The C1, the parameters or a flag's value is wrong or damaged.
+    BadInput,
+    /// The parameters for the C1's sector size are not where they are looked for.
+    MissingParameters,
+}
+
+impl ErrorKind {
+    /// 1 runtime, 3 bad input, 4 missing parameters (2 is clap's usage error).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Runtime => 1,
+            ErrorKind::BadInput => 3,
+            ErrorKind::MissingParameters => 4,
+        }
+    }
+}
+
+/// A failed run: its class and the error.
+#[derive(Debug)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// The one line printed and reported.
+    pub fn message(&self) -> String {
+        format!("{:#}", self.error).replace('\n', " ")
+    }
+
+    pub fn info(&self) -> ErrorInfo {
+        ErrorInfo {
+            kind: self.kind,
+            exit_code: self.kind.exit_code(),
+            message: self.message(),
+        }
+    }
+}
+
+/// Unclassified errors are runtime faults.
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure {
+            kind: ErrorKind::Runtime,
+            error,
+        }
+    }
+}
+
+/// Classifies a stage's error: `stage().kind(ErrorKind::BadInput)?`.
+pub trait Classify<T> {
+    fn kind(self, kind: ErrorKind) -> Result<T, Failure>;
+}
+
+impl<T> Classify<T> for anyhow::Result<T> {
+    fn kind(self, kind: ErrorKind) -> Result<T, Failure> {
+        self.map_err(|error| Failure { kind, error })
+    }
+}
