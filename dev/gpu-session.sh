@@ -27,7 +27,9 @@
 #   dev/gpu-session.sh full32-plain  # waits, then the plain command as users type it
 #                                     # (--param-cache only: the recording is made by the
 #                                     # first run and kept beside the parameters), runs 1–3,
-#                                     # then --memory-budget 48GiB; each proof checked with
+#                                     # then AB_FLAG on/off alternated AB_RUNS (3) times if
+#                                     # set, then --memory-budget 48GiB (BUDGET48=0 skips
+#                                     # it); each proof checked with
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
 #   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
@@ -173,8 +175,22 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
             run "verify-plain-$i" "${V[@]}" "$D/proof.bin"
             rm -f "$D/proof.bin"
         done
-        run full32-budget48 "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --memory-budget 48GiB --json "$OUT/budget48.json"
-        run verify-budget48 "${V[@]}" "$D/proof.bin"
+        # An optimization's on/off medians: AB_FLAG (e.g. upload-ahead) alternated, AB_RUNS
+        # pairs, each proof checked.
+        if [ -n "${AB_FLAG:-}" ]; then
+            for i in $(seq 1 "${AB_RUNS:-3}"); do
+                for o in on off; do
+                    run "full32-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --$AB_FLAG $o \
+                        --json "$OUT/ab-$o-$i.json"
+                    run "verify-$AB_FLAG-$o-$i" "${V[@]}" "$D/proof.bin"
+                    rm -f "$D/proof.bin"
+                done
+            done
+        fi
+        if [ "${BUDGET48:-1}" = 1 ]; then
+            run full32-budget48 "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --memory-budget 48GiB --json "$OUT/budget48.json"
+            run verify-budget48 "${V[@]}" "$D/proof.bin"
+        fi
         ls -la "$D/p32" >> "$OUT/summary.txt"
         setup
         for sz in 2kib 8mib; do
