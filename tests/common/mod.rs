@@ -103,9 +103,19 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// cuzk-prove with `args`; its temporary directory (where bellperson's GPU lock files
+/// are) its own, so that the tests running at once on a GPU host do not wait for each
+/// other's lock and say so.
 pub fn run(args: &[&std::ffi::OsStr]) -> Output {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root()
+        .join("target/test-scratch/tmp")
+        .join(format!("{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
     Command::new(BIN)
         .args(args)
+        .env("TMPDIR", &tmp)
         .env_remove("FIL_PROOFS_PARAMETER_CACHE")
         .output()
         .expect("run cuzk-prove")

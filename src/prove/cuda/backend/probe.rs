@@ -80,8 +80,8 @@ impl Probe {
                 *held = Some(GpuLock::acquire(|path| {
                     if !quiet {
                         eprintln!(
-                            "waiting for {} (another prover uses the GPU; --gpu-lock off \
-                             skips the lock)",
+                            "notice: waiting for {} (another prover uses the GPU; \
+                             --gpu-lock off skips the lock)",
                             path.display()
                         );
                     }
