@@ -129,6 +129,12 @@ pub struct ProveArgs {
     #[arg(help_heading = "Input", long)]
     pub gen_test_params: bool,
 
+    /// Check the whole .params file against filecoin-proofs' digest before proving (as
+    /// FIL_PROOFS_VERIFY_PRODUCTION_PARAMS=1 asks; about a minute at 32GiB). The
+    /// verifying key is checked on every run.
+    #[arg(help_heading = "Input", long)]
+    pub verify_params: bool,
+
     /// Miner actor id: with --sector-num, check that the C1's replica_id derives from them.
     #[arg(help_heading = "Input", long, value_name = "N")]
     pub miner_id: Option<u64>,
@@ -293,6 +299,8 @@ pub struct Config {
     pub params: Option<PathBuf>,
     pub param_cache: PathBuf,
     pub gen_test_params: bool,
+    /// Hash the whole .params file against the production digest.
+    pub verify_params: bool,
     pub miner_id: Option<u64>,
     pub sector_num: Option<u64>,
     pub device: Device,
@@ -348,6 +356,7 @@ impl Config {
             params: None,
             param_cache: PathBuf::from(DEFAULT_PARAM_CACHE),
             gen_test_params: false,
+            verify_params: false,
             miner_id: None,
             sector_num: None,
             device: Device::Auto,
@@ -415,6 +424,10 @@ impl TryFrom<ProveArgs> for Config {
             params: a.params,
             param_cache: a.param_cache,
             gen_test_params: a.gen_test_params,
+            // filecoin-proofs' switch for the same check ("1" or "true").
+            verify_params: a.verify_params
+                || std::env::var("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS")
+                    .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
             miner_id: a.miner_id,
             sector_num: a.sector_num,
             device,
@@ -455,6 +468,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FIL_PROOFS_PARAMETER_CACHE", "The parameter directory when --param-cache is not given (default /var/tmp/filecoin-proof-parameters); the recording is kept beside the parameters when that directory is writable."),
     ("XDG_CACHE_HOME, HOME", "The recording's home when the parameter directory is not writable: $XDG_CACHE_HOME/cuzk-prove, else $HOME/.cache/cuzk-prove."),
     ("CUDA_VISIBLE_DEVICES", "Which GPUs the CUDA runtime shows; --gpu N counts among those."),
+    ("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS", "1 or true: as --verify-params (the whole .params file checked against filecoin-proofs' digest)."),
     ("BELLMAN_NO_GPU", "Set (to any value, as bellperson reads it): --device auto proves on the CPU."),
     ("TMPDIR", "Where bellperson's GPU lock files are (bellman.gpu.lock, bellman.priority.lock; default /tmp): see --gpu-lock."),
     ("RUST_LOG", "Log filter, e.g. cuzk_prove=info (default: warnings)."),

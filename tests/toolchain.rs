@@ -246,3 +246,115 @@ fn version_names_the_commit_and_cuda() {
         "{long}"
     );
 }
+
+/// The 2KiB test parameters linked into a directory of their own, with or without their
+/// TEST-ONLY label (`.meta`).
+fn params_copy(name: &str, label: bool) -> std::path::PathBuf {
+    let dir = scratch(name);
+    let params = params_file();
+    let exts: &[&str] = if label {
+        &["params", "vk", "meta"]
+    } else {
+        &["params", "vk"]
+    };
+    for ext in exts {
+        let f = params.with_extension(ext);
+        std::os::unix::fs::symlink(&f, dir.join(f.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn the_key_is_named_production_test_or_unknown() {
+    let json = |dir: &std::path::Path, extra: &[&str]| {
+        let o = prove()
+            .arg("--c1")
+            .arg(fixture_c1())
+            .arg("--param-cache")
+            .arg(dir)
+            .args(["--stop-after", "srs", "--json", "-"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            report,
+        )
+    };
+    let (code, err, r) = json(&params_copy("key-test", true), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["params"]["key"], "test");
+    assert!(!err.contains("warning"), "{err}");
+    // The same key without its TEST-ONLY label: not filecoin-proofs' either.
+    let (code, err, r) = json(&params_copy("key-unknown", false), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["params"]["key"], "unknown");
+    assert!(
+        err.contains("warning: the verifying key") && err.contains("will not verify on chain"),
+        "{err}"
+    );
+    // --verify-params: test parameters (under the production names) do not match
+    // filecoin-proofs' digest, and the message says why.
+    let (code, err, r) = json(&params_copy("key-verify", true), &["--verify-params"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("do not match filecoin-proofs' digest") && err.contains("TEST-ONLY"),
+        "{err}"
+    );
+    assert_eq!(r["error"]["kind"], "bad_input");
+    // A truncated file: one line, bad input.
+    let dir = scratch("key-truncated");
+    let params = params_file();
+    let cut = dir.join(params.file_name().unwrap());
+    let bytes = std::fs::read(&params).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let (code, err, _) = json(&dir, &["--verify-params"]);
+    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn gen_test_params_refuses_the_production_directory() {
+    let prod = std::path::Path::new(cuzk_prove::cli::DEFAULT_PARAM_CACHE);
+    let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
+    if cuzk_prove::input::srs::cache_paths(proof, prod)
+        .unwrap()
+        .params
+        .exists()
+    {
+        eprintln!(
+            "SKIPPED: this machine has 2KiB parameters in {}",
+            prod.display()
+        );
+        return;
+    }
+    let o = prove()
+        .arg("--c1")
+        .arg(fixture_c1())
+        .arg("--param-cache")
+        .arg(prod)
+        .args(["--gen-test-params", "-o", "/nonexistent-dir-cuzk/p.bin"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    // The output path is checked first; with a good one the refusal is the error.
+    assert!(err.contains("does not exist"), "{err}");
+    let out = scratch("gen-refuse").join("p.bin");
+    let o = prove()
+        .arg("--c1")
+        .arg(fixture_c1())
+        .arg("--param-cache")
+        .arg(prod)
+        .arg("--gen-test-params")
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("will not write TEST-ONLY parameters"), "{err}");
+    assert!(!out.exists());
+}

@@ -186,7 +186,13 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
         let sector_num = num("SectorNum", outer.sector_num)?;
         let sector_size = num("SectorSize", outer.sector_size)?;
         let h = head(&inner, "Phase1Out does not hold valid JSON")?;
-        (C1Format::Wrapper, sector_num, sector_size, &inner[..], h.registered_proof)
+        (
+            C1Format::Wrapper,
+            sector_num,
+            sector_size,
+            &inner[..],
+            h.registered_proof,
+        )
     } else if outer.registered_proof.is_some() {
         (C1Format::Raw, None, None, bytes, outer.registered_proof)
     } else {

@@ -179,6 +179,11 @@ impl Srs {
     }
 
     /// The raw bytes of the verifying key, as a `.vk` file holds them.
+    /// The whole mapped file (for its digest).
+    pub fn file_bytes(&self) -> &[u8] {
+        &self.mmap
+    }
+
     pub fn vk_bytes(&self) -> &[u8] {
         &self.mmap[..self.h.offset - 4]
     }

@@ -16,6 +16,7 @@ use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
+use crate::input::params_digest::{self, KeyStatus};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
@@ -85,6 +86,14 @@ fn locate_params(
             paths.params.display()
         ))
         .kind(ErrorKind::MissingParameters);
+    }
+    if cfg.param_cache == Path::new(crate::cli::DEFAULT_PARAM_CACHE) {
+        return Err(anyhow!(
+            "--gen-test-params will not write TEST-ONLY parameters into {}, where the \
+             production parameters live: name another --param-cache",
+            cfg.param_cache.display()
+        ))
+        .kind(ErrorKind::BadInput);
     }
     log(
         cfg,
@@ -346,14 +355,79 @@ fn parameters(
 ) -> Result<(PathBuf, Arc<Srs>), Failure> {
     let params_path = locate_params(cfg, proof, t)?;
     let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
+    let key = key_status(cfg, proof, &srs, test_only);
+    if cfg.verify_params {
+        t.time("verify parameters digest", || verify_params(cfg, &srs))
+            .map_err(|e| match test_only {
+                true => e.context("these are TEST-ONLY parameters, not the production file"),
+                false => e,
+            })
+            .kind(ErrorKind::BadInput)?;
+    }
     report.params = Some(ParamsInfo {
         path: srs.path.clone(),
         bytes: srs.file_len(),
         domain: srs.domain_size(),
         test_only,
+        key,
+        digest_verified: cfg.verify_params,
         sections: vec![srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
     });
     Ok((params_path, srs))
+}
+
+/// Whose key the parameters hold (production, TEST-ONLY, unknown: then a warning).
+fn key_status(cfg: &Config, proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStatus {
+    let vk_name = srs.path.with_extension("vk");
+    let vk_name = vk_name
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into());
+    let status = params_digest::key_status(
+        &vk_name,
+        srs.vk_bytes(),
+        test_only,
+        params_digest::production(),
+    );
+    if status == KeyStatus::Unknown {
+        log(
+            cfg,
+            &format!(
+                "warning: the verifying key in {} is not filecoin-proofs' production key for \
+                 {proof:?} (nor TEST-ONLY parameters): proofs made with it will not verify on \
+                 chain",
+                srs.path.display()
+            ),
+        );
+    }
+    status
+}
+
+/// `--verify-params`: the whole file against its production digest, with a progress bar
+/// on a terminal.
+fn verify_params(cfg: &Config, srs: &Srs) -> Result<()> {
+    let name = srs
+        .path
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into());
+    let bar = (!cfg.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+        let b = indicatif::ProgressBar::new(srs.file_len() as u64);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:30} verifying parameters {bytes} of {total_bytes}  (ETA {eta})",
+        ) {
+            b.set_style(style);
+        }
+        b
+    });
+    let done =
+        params_digest::verify_file(&name, srs.file_bytes(), params_digest::production(), |n| {
+            if let Some(b) = &bar {
+                b.set_position(n as u64);
+            }
+        });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    done
 }
 
 /// The partition circuits to prove and their public inputs.

@@ -15,6 +15,7 @@ pub use memory::{PeakMemory, Peaks};
 pub use timings::{key, TimingRow, Timings};
 
 use crate::input::c1::C1Format;
+use crate::input::params_digest::KeyStatus;
 use crate::input::srs::Section;
 use crate::pipeline::memory_budget::Plan;
 use crate::synth::{Shape, WitnessStats};
@@ -188,6 +189,10 @@ pub struct ParamsInfo {
     pub domain: usize,
     /// Made by `--gen-test-params` / `cuzk-dev gen-params` (worthless on chain).
     pub test_only: bool,
+    /// Whose verifying key: "production" (filecoin-proofs' digest), "test", "unknown".
+    pub key: KeyStatus,
+    /// The whole file was checked against the production digest (`--verify-params`).
+    pub digest_verified: bool,
     pub sections: Vec<Section>,
 }
 
