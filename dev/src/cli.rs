@@ -253,7 +253,11 @@ pub enum BenchRows {
 /// The man page, rendered from the same clap definition as `--help`, with the sections
 /// clap does not know: ENVIRONMENT, EXIT STATUS, EXAMPLES.
 pub fn manpage() -> Result<String> {
-    let cmd = <cuzk_prove::cli::Cli as clap::CommandFactory>::command();
+    // The package version only: the commit in `--version` would make the page change at
+    // every commit.
+    let cmd = <cuzk_prove::cli::Cli as clap::CommandFactory>::command()
+        .version(cuzk_prove::report::Build::this().version)
+        .long_version(None::<&str>);
     let man = clap_mangen::Man::new(cmd);
     let mut out = Vec::new();
     man.render_title(&mut out)?;
