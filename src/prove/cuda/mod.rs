@@ -11,6 +11,8 @@ pub mod field;
 mod msm;
 pub mod ntt;
 pub mod pce_eval;
+mod points;
+mod scalars;
 pub use msm::{
     gather_min_points, msm_g1, msm_g2, msm_points, msm_resident, msm_with, DevicePoints,
     DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,

@@ -52,7 +52,26 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
         let b = blocks.into_iter().next().expect("one block");
         return finish(b.inputs, b.aux, [b.a, b.b, b.c], b.coeffs);
     }
+    let (head, part) = check_layout(&blocks)?;
+    let (coeffs, maps) = merge_coeffs(&blocks);
     let n = blocks.len() + 1;
+    let inputs = head.inputs + n * part.inputs;
+    let aux = head.aux + n * part.aux;
+    ensure!(
+        aux < AUX as usize && inputs < AUX as usize,
+        "{aux} aux variables: too many to record"
+    );
+    let join = |pick: fn(&Block) -> &Csr| join_matrix(&blocks, head, part, &maps, pick);
+    let matrices = [join(|b| &b.a), join(|b| &b.b), join(|b| &b.c)];
+    drop(blocks);
+    finish(inputs, aux, matrices, coeffs)
+}
+
+/// The blocks' shared layout, checked: the header (rows and variables before the first
+/// part) and one part. Every block has block 0's header rows, and block 0's second part,
+/// renumbered as a part alone, has block 1's rows; else the circuit's parts are not
+/// independent and the join would be wrong.
+fn check_layout(blocks: &[Block]) -> Result<(Layout, Layout)> {
     let two = Layout::of(&blocks[0]);
     let one = Layout::of(&blocks[1]);
     let bad = || anyhow::anyhow!("the circuit's challenge blocks do not share one layout");
@@ -63,7 +82,6 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
         "the circuit's challenge blocks differ in size"
     );
     let b0 = &blocks[0];
-    // Every block's header rows are block 0's.
     let same_header = blocks[1..]
         .par_iter()
         .all(|b| (0..head.rows).all(|r| b.same_row(r, b0, r, |c| c)));
@@ -71,7 +89,6 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
         same_header,
         "the circuit's challenge blocks differ in their header"
     );
-    // Block 0's second part, its own variables renumbered as a part alone, is block 1's.
     let own = |c: u32| -> u32 {
         let (base, width, flag) = if c & AUX != 0 {
             (head.aux, part.aux, AUX)
@@ -95,15 +112,19 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
         same_parts,
         "the circuit's challenge parts differ (a part reads another part's variables?)"
     );
+    Ok((head, part))
+}
 
-    // The coefficient table: block 0's, then each block's new ones in order of first use.
-    let mut coeffs = b0.coeffs.clone();
+/// The joined coefficient table (block 0's, then each block's new ones in order of
+/// first use) and, per block, where each of its coefficients went.
+fn merge_coeffs(blocks: &[Block]) -> (Vec<Fr>, Vec<Vec<u32>>) {
+    let mut coeffs = blocks[0].coeffs.clone();
     let mut index: HashMap<[u64; 4], u32> = coeffs
         .iter()
         .enumerate()
         .map(|(i, c)| (limbs(c), i as u32))
         .collect();
-    let maps: Vec<Vec<u32>> = blocks
+    let maps = blocks
         .iter()
         .map(|b| {
             b.coeffs
@@ -118,13 +139,19 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
                 .collect()
         })
         .collect();
-    let inputs = head.inputs + n * part.inputs;
-    let aux = head.aux + n * part.aux;
-    ensure!(
-        aux < AUX as usize && inputs < AUX as usize,
-        "{aux} aux variables: too many to record"
-    );
-    // Block j ≥ 1 holds part j + 1: its own variables move to that part's offsets.
+    (coeffs, maps)
+}
+
+/// One matrix of the joined recording: block 0 whole, then each other block from its
+/// part's first row, its own variables moved to its part's offsets (block j ≥ 1 holds
+/// part j + 1) and its coefficients to the joined table's; the pieces copied in parallel.
+fn join_matrix(
+    blocks: &[Block],
+    head: Layout,
+    part: Layout,
+    maps: &[Vec<u32>],
+    pick: fn(&Block) -> &Csr,
+) -> Csr {
     let place = |j: usize, c: u32| -> u32 {
         let (base, width, flag) = if c & AUX != 0 {
             (head.aux, part.aux, AUX)
@@ -138,61 +165,56 @@ pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
             (i + (j + 1) * width) as u32 | flag
         }
     };
-    let join = |pick: fn(&Block) -> &Csr| -> Csr {
-        // (block, first row): block 0 whole, the others from their part's first row.
-        let pieces: Vec<(usize, usize)> = (0..blocks.len())
-            .map(|j| (j, if j == 0 { 0 } else { head.rows }))
-            .collect();
-        let nnz: Vec<usize> = pieces
-            .iter()
-            .map(|&(j, r0)| {
-                let m = pick(&blocks[j]);
-                (m.row_start[m.rows()] - m.row_start[r0]) as usize
-            })
-            .collect();
-        let total: usize = nnz.iter().sum();
-        let rows: usize = pieces.iter().map(|&(j, r0)| blocks[j].rows() - r0).sum();
-        let mut out = Csr {
-            row_start: vec![0; rows + 1],
-            cols: vec![0; total],
-            coeffs: vec![0; total],
-        };
-        // Each piece's slices of the output, filled in parallel.
-        let mut jobs = Vec::with_capacity(pieces.len());
-        let (mut rs, mut cs, mut ks) = (
-            &mut out.row_start[1..],
-            &mut out.cols[..],
-            &mut out.coeffs[..],
-        );
-        let mut base = 0u64;
-        for (&(j, r0), &nz) in pieces.iter().zip(&nnz) {
-            let nrows = blocks[j].rows() - r0;
-            let (r, rt) = std::mem::take(&mut rs).split_at_mut(nrows);
-            let (c, ct) = std::mem::take(&mut cs).split_at_mut(nz);
-            let (k, kt) = std::mem::take(&mut ks).split_at_mut(nz);
-            jobs.push((j, r0, base, r, c, k));
-            (rs, cs, ks) = (rt, ct, kt);
-            base += nz as u64;
-        }
-        jobs.into_par_iter().for_each(|(j, r0, base, r, c, k)| {
+    // (block, first row): block 0 whole, the others from their part's first row.
+    let pieces: Vec<(usize, usize)> = (0..blocks.len())
+        .map(|j| (j, if j == 0 { 0 } else { head.rows }))
+        .collect();
+    let nnz: Vec<usize> = pieces
+        .iter()
+        .map(|&(j, r0)| {
             let m = pick(&blocks[j]);
-            let first = m.row_start[r0];
-            for (d, s) in r.iter_mut().zip(&m.row_start[r0 + 1..]) {
-                *d = s - first + base;
-            }
-            let s = first as usize;
-            for (d, &x) in c.iter_mut().zip(&m.cols[s..]) {
-                *d = place(j, x);
-            }
-            for (d, &x) in k.iter_mut().zip(&m.coeffs[s..]) {
-                *d = maps[j][x as usize];
-            }
-        });
-        out
+            (m.row_start[m.rows()] - m.row_start[r0]) as usize
+        })
+        .collect();
+    let total: usize = nnz.iter().sum();
+    let rows: usize = pieces.iter().map(|&(j, r0)| blocks[j].rows() - r0).sum();
+    let mut out = Csr {
+        row_start: vec![0; rows + 1],
+        cols: vec![0; total],
+        coeffs: vec![0; total],
     };
-    let matrices = [join(|b| &b.a), join(|b| &b.b), join(|b| &b.c)];
-    drop(blocks);
-    finish(inputs, aux, matrices, coeffs)
+    // Each piece's slices of the output, filled in parallel.
+    let mut jobs = Vec::with_capacity(pieces.len());
+    let (mut rs, mut cs, mut ks) = (
+        &mut out.row_start[1..],
+        &mut out.cols[..],
+        &mut out.coeffs[..],
+    );
+    let mut base = 0u64;
+    for (&(j, r0), &nz) in pieces.iter().zip(&nnz) {
+        let nrows = blocks[j].rows() - r0;
+        let (r, rt) = std::mem::take(&mut rs).split_at_mut(nrows);
+        let (c, ct) = std::mem::take(&mut cs).split_at_mut(nz);
+        let (k, kt) = std::mem::take(&mut ks).split_at_mut(nz);
+        jobs.push((j, r0, base, r, c, k));
+        (rs, cs, ks) = (rt, ct, kt);
+        base += nz as u64;
+    }
+    jobs.into_par_iter().for_each(|(j, r0, base, r, c, k)| {
+        let m = pick(&blocks[j]);
+        let first = m.row_start[r0];
+        for (d, s) in r.iter_mut().zip(&m.row_start[r0 + 1..]) {
+            *d = s - first + base;
+        }
+        let s = first as usize;
+        for (d, &x) in c.iter_mut().zip(&m.cols[s..]) {
+            *d = place(j, x);
+        }
+        for (d, &x) in k.iter_mut().zip(&m.coeffs[s..]) {
+            *d = maps[j][x as usize];
+        }
+    });
+    out
 }
 
 /// A recording from a whole circuit's rows: the input constraints appended (`input_i ·
