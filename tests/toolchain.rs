@@ -291,6 +291,7 @@ fn the_key_is_named_production_test_or_unknown() {
     let (code, err, r) = json(&params_copy("key-unknown", false), &[]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(r["params"]["key"], "unknown");
+    assert_eq!(r["warnings"].as_array().map(Vec::len), Some(1));
     assert!(
         err.contains("warning: the verifying key") && err.contains("will not verify on chain"),
         "{err}"

@@ -207,6 +207,11 @@ pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Ve
     // context is created during synthesis, by the backend's prefetch.
     let backend = t.time("choose backend", || choose_backend(cfg))?;
     let proved = prove_sector(cfg, &*backend, t, report);
+    if proved.is_ok() {
+        for w in &report.warnings {
+            log(cfg, w);
+        }
+    }
     // The backend's name waits for the GPU probe: asked for once the run is over.
     report.backend = Some(backend.name());
     report.gpu = backend.device();
@@ -355,7 +360,10 @@ fn parameters(
 ) -> Result<(PathBuf, Arc<Srs>), Failure> {
     let params_path = locate_params(cfg, proof, t)?;
     let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
-    let key = key_status(cfg, proof, &srs, test_only);
+    let key = key_status(proof, &srs, test_only);
+    if key == KeyStatus::Unknown {
+        report.warnings.push(unknown_key(proof, &srs));
+    }
     if cfg.verify_params {
         t.time("verify parameters digest", || verify_params(cfg, &srs))
             .map_err(|e| match test_only {
@@ -377,7 +385,7 @@ fn parameters(
 }
 
 /// Whose key the parameters hold (production, TEST-ONLY, unknown: then a warning).
-fn key_status(cfg: &Config, proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStatus {
+fn key_status(proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStatus {
     let vk_name = srs.path.with_extension("vk");
     let vk_name = vk_name
         .file_name()
@@ -389,17 +397,19 @@ fn key_status(cfg: &Config, proof: RegisteredSealProof, srs: &Srs, test_only: bo
         params_digest::production(),
     );
     if status == KeyStatus::Unknown {
-        log(
-            cfg,
-            &format!(
-                "warning: the verifying key in {} is not filecoin-proofs' production key for \
-                 {proof:?} (nor TEST-ONLY parameters): proofs made with it will not verify on \
-                 chain",
-                srs.path.display()
-            ),
-        );
+        log::info!("{}", unknown_key(proof, srs));
     }
     status
+}
+
+/// The warning for parameters that are neither production nor TEST-ONLY, given once the
+/// run has succeeded (a failing run's one line is its error).
+fn unknown_key(proof: RegisteredSealProof, srs: &Srs) -> String {
+    format!(
+        "warning: the verifying key in {} is not filecoin-proofs' production key for \
+         {proof:?} (nor TEST-ONLY parameters): proofs made with it will not verify on chain",
+        srs.path.display()
+    )
 }
 
 /// `--verify-params`: the whole file against its production digest, with a progress bar

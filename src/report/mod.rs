@@ -61,6 +61,9 @@ pub struct Report {
     pub timings: Vec<TimingRow>,
     /// The same seconds by key, for scripts.
     pub timings_s: BTreeMap<String, f64>,
+    /// Warnings of the run (printed at its end when it succeeds).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
 }
@@ -85,6 +88,7 @@ impl Default for Report {
             memory: None,
             timings: Vec::new(),
             timings_s: BTreeMap::new(),
+            warnings: Vec::new(),
             error: None,
         }
     }
