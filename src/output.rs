@@ -57,9 +57,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .with_context(|| format!("output path {} has no file name", path.display()))?;
     let result = (|| -> Result<()> {
+        // Mode 0666 less the umask, as File::create would make it (tempfile's own default
+        // is 0600: a proof another user's pipeline could not read).
         let mut tmp = tempfile::Builder::new()
             .prefix(&format!(".{}.", name.to_string_lossy()))
             .suffix(".tmp")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)?;
         tmp.write_all(bytes)?;
         tmp.as_file().sync_all()?;

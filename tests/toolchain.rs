@@ -70,6 +70,13 @@ fn c1_from_stdin_proof_to_stdout_verifies() {
     assert!(o.status.success());
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(bytes.len(), out.stdout.len());
+    // The proof's mode is what File::create gives here (0666 less the umask), not the
+    // temporary file's private 0600.
+    use std::os::unix::fs::PermissionsExt;
+    let plain = dir.join("plain");
+    std::fs::File::create(&plain).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), mode(&plain));
     assert!(verify_seal(&fixture_meta(), &bytes));
 }
 
