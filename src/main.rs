@@ -8,7 +8,7 @@ use clap::Parser;
 
 use cuzk_prove::cli::{Cli, Command, Config};
 use cuzk_prove::input::c1::registered_proof;
-use cuzk_prove::report::{Failure, PeakMemory, Report, Timings};
+use cuzk_prove::report::{ErrorKind, Failure, PeakMemory, Report, Timings};
 use cuzk_prove::{output, pipeline};
 
 fn main() -> ExitCode {
@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     cuzk_prove::panics::install_hook();
     if cli.command.is_none() {
+        let json = cli.prove.json.clone();
         return match Config::try_from(cli.prove) {
             Ok(cfg) => {
                 let run = std::panic::catch_unwind(|| prove(cfg));
@@ -28,8 +29,22 @@ fn main() -> ExitCode {
                 })
             }
             Err(e) => {
-                eprintln!("cuzk-prove: error: {}", format!("{e:#}").replace('\n', " "));
-                ExitCode::from(2) // a flag's value: a usage error, as clap's own
+                // A flag's value: a usage error, as clap's own (still reported with --json).
+                let failure = Failure {
+                    kind: ErrorKind::Usage,
+                    error: e,
+                };
+                eprintln!("cuzk-prove: error: {}", failure.message());
+                let report = Report {
+                    error: Some(failure.info()),
+                    ..Report::default()
+                };
+                if let Some(path) = json.filter(|p| output::check_path(p).is_ok()) {
+                    let _ = serde_json::to_vec_pretty(&report)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|b| output::write_to(&path, &b, true));
+                }
+                ExitCode::from(ErrorKind::Usage.exit_code() as u8)
             }
         };
     }

@@ -191,14 +191,19 @@ fn failures_have_an_exit_status_per_class_and_a_report() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("fetch-params 2KiB"));
-    // A flag's bad value is a usage error, like clap's own.
+    // A flag's bad value is a usage error, like clap's own, reported too.
+    let json = dir.join("usage.json");
     let o = prove()
         .arg("--c1")
         .arg(fixture_c1())
-        .args(["-o", "x", "--msm-window", "99"])
+        .args(["-o", "x", "--msm-window", "99", "--json"])
+        .arg(&json)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["error"]["kind"], "usage");
+    assert_eq!(report["error"]["exit_code"], 2);
     let o = prove()
         .arg("--c1")
         .arg(fixture_c1())

@@ -241,6 +241,8 @@ pub struct ErrorInfo {
 pub enum ErrorKind {
     /// Anything else: I/O, the GPU, memory, an internal error.
     Runtime,
+    /// A flag's value the command line cannot use (clap's own errors exit 2 too).
+    Usage,
     /// The C1, the parameters or a flag's value is wrong or damaged.
     BadInput,
     /// The parameters for the C1's sector size are not where they are looked for.
@@ -248,10 +250,11 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// 1 runtime, 3 bad input, 4 missing parameters (2 is clap's usage error).
+    /// 1 runtime, 2 usage (as clap's), 3 bad input, 4 missing parameters.
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorKind::Runtime => 1,
+            ErrorKind::Usage => 2,
             ErrorKind::BadInput => 3,
             ErrorKind::MissingParameters => 4,
         }
