@@ -396,9 +396,7 @@ fn key_status(proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStat
         test_only,
         params_digest::production(),
     );
-    if status == KeyStatus::Unknown {
-        log::info!("{}", unknown_key(proof, srs));
-    }
+    log::info!("parameters {}: {status:?} key", srs.path.display());
     status
 }
 
