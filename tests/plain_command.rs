@@ -92,6 +92,15 @@ fn the_first_run_records_beside_the_parameters_and_later_runs_load_it() {
     );
     let first = std::fs::read(&out).unwrap();
     assert!(verify_seal(&fixture_meta(), &first));
+    // The proof's mode is what File::create gives here (0666 less the umask), not the
+    // temporary file's private 0600.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let plain = out.with_file_name("plain");
+        std::fs::File::create(&plain).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out), mode(&plain));
+    }
     // Peak memory and the planner's choice are reported.
     assert!(r["memory"]["peak_rss_bytes"].as_u64().unwrap() > 0);
     assert!(r["memory"]["peak_anon_bytes"].as_u64().unwrap() > 0);

@@ -396,7 +396,10 @@ fn key_status(proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStat
         test_only,
         params_digest::production(),
     );
-    log::info!("parameters {} for {proof:?}: {status:?} key", srs.path.display());
+    log::info!(
+        "parameters {} for {proof:?}: {status:?} key",
+        srs.path.display()
+    );
     status
 }
 

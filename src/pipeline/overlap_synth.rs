@@ -386,40 +386,7 @@ pub fn run(
             shared.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
             spawned.map(|()| synthesis)
         });
-        let mut waited = Duration::ZERO;
-        let mut outcome = Ok(());
-        // A partition taken from the channel ahead of its turn, to name it as the next.
-        let mut ahead = None;
-        for i in 0..todo.len() {
-            let msg = match ahead.take() {
-                Some(m) => Ok(m),
-                None => {
-                    let t = Instant::now();
-                    let msg = rx.recv();
-                    waited += t.elapsed();
-                    msg
-                }
-            };
-            let r = match msg {
-                Ok((pos, r)) => r.and_then(|pa| {
-                    if i + 1 < todo.len() {
-                        ahead = rx.try_recv().ok();
-                    }
-                    let next = match &ahead {
-                        Some((_, Ok(n))) => Some(n),
-                        _ => None,
-                    };
-                    prove(pos, pa, next)
-                }),
-                Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
-            };
-            if let Err(e) = r {
-                outcome = Err(e);
-                break;
-            }
-            *shared.proved.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-            shared.more.notify_all();
-        }
+        let (waited, outcome) = hand_over(todo.len(), &rx, shared, &mut prove);
         if outcome.is_err() {
             shared.stop();
         }
@@ -438,4 +405,48 @@ pub fn run(
             recorded: *shared.recorded.lock().unwrap_or_else(|e| e.into_inner()),
         })
     })
+}
+
+/// The prover's side: receives the `n` partitions as they are complete and hands each to
+/// `prove`, with the next one when it has already arrived; counts each proved partition
+/// (the window's lower end). The time spent waiting for synthesis, and the first error.
+fn hand_over(
+    n: usize,
+    rx: &mpsc::Receiver<Done>,
+    shared: &Shared,
+    prove: &mut impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()>,
+) -> (Duration, Result<()>) {
+    let mut waited = Duration::ZERO;
+    // A partition taken from the channel ahead of its turn, to name it as the next.
+    let mut ahead = None;
+    for i in 0..n {
+        let msg = match ahead.take() {
+            Some(m) => Ok(m),
+            None => {
+                let t = Instant::now();
+                let msg = rx.recv();
+                waited += t.elapsed();
+                msg
+            }
+        };
+        let r = match msg {
+            Ok((pos, r)) => r.and_then(|pa| {
+                if i + 1 < n {
+                    ahead = rx.try_recv().ok();
+                }
+                let next = match &ahead {
+                    Some((_, Ok(n))) => Some(n),
+                    _ => None,
+                };
+                prove(pos, pa, next)
+            }),
+            Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
+        };
+        if let Err(e) = r {
+            return (waited, Err(e));
+        }
+        *shared.proved.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        shared.more.notify_all();
+    }
+    (waited, Ok(()))
 }
