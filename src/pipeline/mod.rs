@@ -1,11 +1,9 @@
 //! One proving run: input (C1, SRS) → circuit → synth → prove backend → verify → write →
 //! report.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, ensure, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 use filecoin_hashers::poseidon::PoseidonHasher;
@@ -16,21 +14,22 @@ use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
-use crate::input::params_digest::{self, KeyStatus};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
-use crate::report::{
-    C1Info, Classify, ErrorKind, Failure, OutputInfo, ParamsInfo, PceInfo, Report, Timings,
-};
-use crate::synth::pce::{Pce, Saved};
-use crate::synthetic::{self, TEST_ONLY_NOTICE, TEST_PARAMS_SEED};
+use crate::report::{C1Info, Classify, ErrorKind, Failure, OutputInfo, PceInfo, Report, Timings};
+use crate::synthetic::{self};
 use crate::{output, verify};
 
 pub mod memory_budget;
 pub mod overlap_synth;
+mod params;
 pub mod pce_cache;
+mod save;
 mod schedule;
+
+use params::parameters;
+use save::{finish_save, Saver};
 
 use pce_cache::PceCache;
 
@@ -42,71 +41,6 @@ fn log(cfg: &Config, msg: &str) {
     if !cfg.quiet {
         eprintln!("{msg}");
     }
-}
-
-/// Resolves the parameters file: `--params`, else the standard name in `--param-cache`
-/// (generating TEST-ONLY parameters there first with `--gen-test-params`).
-fn locate_params(
-    cfg: &Config,
-    proof: RegisteredSealProof,
-    t: &mut Timings,
-) -> Result<PathBuf, Failure> {
-    let paths = cache_paths(proof, &cfg.param_cache).kind(ErrorKind::BadInput)?;
-    if let Some(p) = &cfg.params {
-        // A file under a standard cache name must be the one for this C1's circuit.
-        let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-        let expected = paths
-            .params
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if let Some(name) = name.filter(|n| n.starts_with("v28-stacked-proof-of-replication")) {
-            if name != expected {
-                return Err(anyhow!(
-                    "parameters {} are for another circuit than the C1's {proof:?} (another \
-                     sector size or proof type): expected {expected}",
-                    p.display()
-                ))
-                .kind(ErrorKind::BadInput);
-            }
-        }
-        return Ok(p.clone());
-    }
-    if paths.params.exists() {
-        return Ok(paths.params);
-    }
-    if !cfg.gen_test_params {
-        let size = sector_size_name(u64::from(proof.sector_size()));
-        return Err(anyhow!(
-            "no parameters for {proof:?} in {}: expected {} (cuzk-prove never downloads \
-             parameters: fetch them with `lotus fetch-params {size}` or `curio fetch-params \
-             {size}`, or pass --params FILE; --gen-test-params makes TEST-ONLY ones)",
-            cfg.param_cache.display(),
-            paths.params.display()
-        ))
-        .kind(ErrorKind::MissingParameters);
-    }
-    if cfg.param_cache == Path::new(crate::cli::DEFAULT_PARAM_CACHE) {
-        return Err(anyhow!(
-            "--gen-test-params will not write TEST-ONLY parameters into {}, where the \
-             production parameters live: name another --param-cache",
-            cfg.param_cache.display()
-        ))
-        .kind(ErrorKind::BadInput);
-    }
-    log(
-        cfg,
-        &format!(
-            "notice: generating {TEST_ONLY_NOTICE}.\n        {proof:?} → {} (this takes \
-             minutes, once)",
-            cfg.param_cache.display()
-        ),
-    );
-    let (paths, _) = t.time("generate test parameters", || {
-        synthetic::gen_params::generate(proof, &cfg.param_cache, Some(TEST_PARAMS_SEED))
-    })?;
-    Ok(paths.params)
 }
 
 /// Checks that the C1's replica_id is the one derived from miner id and sector number.
@@ -350,97 +284,6 @@ fn read_input(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<(C1,
     Ok((c1, partitions))
 }
 
-/// The parameters for `proof`: missing ones are their own failure (exit status 4); a
-/// file that does not match its key or the circuit is bad input.
-fn parameters(
-    cfg: &Config,
-    proof: RegisteredSealProof,
-    t: &mut Timings,
-    report: &mut Report,
-) -> Result<(PathBuf, Arc<Srs>), Failure> {
-    let params_path = locate_params(cfg, proof, t)?;
-    let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
-    let key = key_status(proof, &srs, test_only);
-    if key == KeyStatus::Unknown {
-        report.warnings.push(unknown_key(proof, &srs));
-    }
-    if cfg.verify_params {
-        t.time("verify parameters digest", || verify_params(cfg, &srs))
-            .map_err(|e| match test_only {
-                true => e.context("these are TEST-ONLY parameters, not the production file"),
-                false => e,
-            })
-            .kind(ErrorKind::BadInput)?;
-    }
-    report.params = Some(ParamsInfo {
-        path: srs.path.clone(),
-        bytes: srs.file_len(),
-        domain: srs.domain_size(),
-        test_only,
-        key,
-        digest_verified: cfg.verify_params,
-        sections: vec![srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
-    });
-    Ok((params_path, srs))
-}
-
-/// Whose key the parameters hold (production, TEST-ONLY, unknown: then a warning).
-fn key_status(proof: RegisteredSealProof, srs: &Srs, test_only: bool) -> KeyStatus {
-    let vk_name = srs.path.with_extension("vk");
-    let vk_name = vk_name
-        .file_name()
-        .map_or(String::new(), |n| n.to_string_lossy().into());
-    let status = params_digest::key_status(
-        &vk_name,
-        srs.vk_bytes(),
-        test_only,
-        params_digest::production(),
-    );
-    log::info!(
-        "parameters {} for {proof:?}: {status:?} key",
-        srs.path.display()
-    );
-    status
-}
-
-/// The warning for parameters that are neither production nor TEST-ONLY, given once the
-/// run has succeeded (a failing run's one line is its error).
-fn unknown_key(proof: RegisteredSealProof, srs: &Srs) -> String {
-    format!(
-        "warning: the verifying key in {} is not filecoin-proofs' production key for \
-         {proof:?} (nor TEST-ONLY parameters): proofs made with it will not verify on chain",
-        srs.path.display()
-    )
-}
-
-/// `--verify-params`: the whole file against its production digest, with a progress bar
-/// on a terminal.
-fn verify_params(cfg: &Config, srs: &Srs) -> Result<()> {
-    let name = srs
-        .path
-        .file_name()
-        .map_or(String::new(), |n| n.to_string_lossy().into());
-    let bar = (!cfg.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
-        let b = indicatif::ProgressBar::new(srs.file_len() as u64);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:30} verifying parameters {bytes} of {total_bytes}  (ETA {eta})",
-        ) {
-            b.set_style(style);
-        }
-        b
-    });
-    let done =
-        params_digest::verify_file(&name, srs.file_bytes(), params_digest::production(), |n| {
-            if let Some(b) = &bar {
-                b.set_position(n as u64);
-            }
-        });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    done
-}
-
 /// The partition circuits to prove and their public inputs.
 struct Circuits {
     circuits: Box<dyn PartitionCircuits>,
@@ -478,31 +321,6 @@ fn build_circuits(
         todo,
         inputs,
     })
-}
-
-/// The parameters, mapped and checked against their `.vk`; whether they are TEST-ONLY
-/// (said once, here).
-fn open_params(cfg: &Config, params_path: &Path, t: &mut Timings) -> Result<(Arc<Srs>, bool)> {
-    let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
-        let srs = Srs::open(params_path)?;
-        let vk_path = params_path.with_extension("vk");
-        if let Ok(vk) = std::fs::read(&vk_path) {
-            ensure!(
-                vk == srs.vk_bytes(),
-                "{} does not match the verifying key in {}",
-                vk_path.display(),
-                params_path.display()
-            );
-        }
-        Ok(Arc::new(srs))
-    })?;
-    // Test parameters carry a label in their .meta file; say so wherever they are used.
-    let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
-        .is_ok_and(|m| m.contains("\"test_only\""));
-    if test_only {
-        log(cfg, &format!("notice: using {TEST_ONLY_NOTICE}"));
-    }
-    Ok((srs, test_only))
 }
 
 /// Before any heavy work: the recording's home (`--pce`), whether the backend evaluates
@@ -553,30 +371,6 @@ fn plan_run(
     Ok((cache, defer, plan))
 }
 
-/// Waits for the recording's save, if one was started, and says how it went; whether it
-/// was kept.
-fn finish_save(
-    cfg: &Config,
-    saver: &Saver,
-    path: Option<&std::path::Path>,
-    t: &mut Timings,
-) -> Option<bool> {
-    if !saver.saving() {
-        return None;
-    }
-    let saved = t.time("  waited for the PCE save", || saver.finish())?;
-    match &saved {
-        Ok((Saved::Written, d)) => {
-            t.add("save PCE (beside proving)", *d);
-            let path = path.expect("a saver has a path").display();
-            log(cfg, &format!("recorded the constraint system in {path}"));
-        }
-        Ok((Saved::AlreadyThere, _)) => log::info!("another run saved the recording first"),
-        Err(e) => log(cfg, &format!("warning: {e:#}: the recording is not kept")),
-    }
-    Some(saved.is_ok())
-}
-
 /// `--memory-budget`: the partitions in flight, from the parameters' counts and what this
 /// run holds (see [`memory_budget`]).
 fn plan_memory(
@@ -609,73 +403,6 @@ fn plan_memory(
     };
     let (budget, source) = memory_budget::available(cfg.memory_budget);
     memory_budget::plan(&need, budget, source, wanted)
-}
-
-/// What a recording's save did, and how long it took.
-type SaveOutcome = Result<(Saved, Duration)>;
-
-/// Saves a recording made in this run on a thread of its own; waited for at the end (or
-/// when dropped: a save is never cut short by the process's exit).
-struct Saver {
-    path: Option<PathBuf>,
-    replace: bool,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<SaveOutcome>>>,
-}
-
-impl Saver {
-    fn new(path: Option<PathBuf>, replace: bool) -> Self {
-        Self {
-            path,
-            replace,
-            thread: Default::default(),
-        }
-    }
-
-    /// Starts saving `p` (once; nothing without a place to keep it).
-    fn start(&self, p: Arc<Pce>) {
-        let Some(path) = self.path.clone() else {
-            return;
-        };
-        let mut slot = self.thread.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_some() {
-            return;
-        }
-        let replace = self.replace;
-        let spawned = std::thread::Builder::new()
-            .name("pce-save".into())
-            .spawn(move || {
-                let t0 = std::time::Instant::now();
-                p.save(&path, replace).map(|s| (s, t0.elapsed()))
-            });
-        match spawned {
-            Ok(h) => *slot = Some(h),
-            Err(e) => log::warn!("cannot start the recording's save: {e}"),
-        }
-    }
-
-    /// Whether a save was started and not yet waited for.
-    fn saving(&self) -> bool {
-        self.thread.lock().is_ok_and(|t| t.is_some())
-    }
-
-    /// The save's outcome, once it is done; None when nothing was saved.
-    fn finish(&self) -> Option<SaveOutcome> {
-        let h = self
-            .thread
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()?;
-        Some(
-            h.join()
-                .unwrap_or_else(|_| Err(anyhow!("the recording's save panicked"))),
-        )
-    }
-}
-
-impl Drop for Saver {
-    fn drop(&mut self) {
-        let _ = self.finish();
-    }
 }
 
 /// `cuzk-prove pce`: records the constraint system of `proof`'s circuit where proving
