@@ -40,9 +40,7 @@ fn main() -> ExitCode {
                     ..Report::default()
                 };
                 if let Some(path) = json.filter(|p| output::check_path(p).is_ok()) {
-                    let _ = serde_json::to_vec_pretty(&report)
-                        .map_err(anyhow::Error::from)
-                        .and_then(|b| output::write_to(&path, &b, true));
+                    let _ = write_report(&path, &report);
                 }
                 ExitCode::from(ErrorKind::Usage.exit_code() as u8)
             }
@@ -116,13 +114,7 @@ fn prove(cfg: Config) -> ExitCode {
         eprintln!("cuzk-prove: error: {}", f.message());
     }
     if let Some(path) = &cfg.json {
-        let written = serde_json::to_vec_pretty(&report)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut b| {
-                b.push(b'\n');
-                output::write_to(path, &b, true)
-            });
-        if let Err(e) = written {
+        if let Err(e) = write_report(path, &report) {
             eprintln!(
                 "cuzk-prove: error: cannot write the JSON report {}: {e:#}",
                 path.display()
@@ -140,4 +132,11 @@ fn prove(cfg: Config) -> ExitCode {
         }
     }
     ExitCode::from(code as u8)
+}
+
+/// `--json FILE|-`: the report, pretty JSON and a final newline.
+fn write_report(path: &std::path::Path, report: &Report) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(report)?;
+    bytes.push(b'\n');
+    output::write_to(path, &bytes, true)
 }

@@ -47,28 +47,48 @@ pub fn encode(proofs: &[Proof<Bls12>]) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file of an unpredictable name in the
-/// same directory, created exclusively (a planted link is never followed), written and
-/// fsynced, then renamed over `path`, and the directory fsynced so the rename survives a
-/// crash. On any error the temporary file is removed and `path` is left as it was.
+/// Writes `bytes` to `path` atomically (see [`write_file_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_file_atomic(path, true, |f| Ok(f.write_all(bytes)?)).map(|_| ())
+}
+
+/// Writes a file at `path` atomically, its contents from `fill`: a temporary file of an
+/// unpredictable name in the same directory, created exclusively (a planted link is never
+/// followed) with mode 0666 less the umask (as File::create; tempfile's own default 0600
+/// would hide a proof from another user's pipeline), filled, fsynced, then renamed into
+/// place and the directory fsynced so the rename survives a crash. With `replace` false
+/// a file already at `path` wins and this one is dropped: returns false. On any error
+/// the temporary file is removed and `path` is left as it was.
+pub fn write_file_atomic(
+    path: &Path,
+    replace: bool,
+    fill: impl FnOnce(&mut tempfile::NamedTempFile) -> Result<()>,
+) -> Result<bool> {
     let dir = parent_dir(path);
     let name = path
         .file_name()
         .with_context(|| format!("output path {} has no file name", path.display()))?;
-    let result = (|| -> Result<()> {
-        // Mode 0666 less the umask, as File::create would make it (tempfile's own default
-        // is 0600: a proof another user's pipeline could not read).
+    let result = (|| -> Result<bool> {
         let mut tmp = tempfile::Builder::new()
             .prefix(&format!(".{}.", name.to_string_lossy()))
             .suffix(".tmp")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)?;
-        tmp.write_all(bytes)?;
+        fill(&mut tmp)?;
         tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
+        let written = if replace {
+            tmp.persist(path).map_err(|e| e.error)?;
+            true
+        } else {
+            match tmp.persist_noclobber(path) {
+                Ok(_) => true,
+                // `e.file` is dropped: the temporary file is removed.
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => false,
+                Err(e) => return Err(e.error.into()),
+            }
+        };
         sync_dir(&dir);
-        Ok(())
+        Ok(written)
     })();
     result.with_context(|| format!("cannot write {}", path.display()))
 }

@@ -22,41 +22,21 @@ impl Pce {
     /// With `replace` false an existing file wins: two runs recording at once keep the
     /// first one's file (the same bytes) and the loser's temporary file is removed.
     pub fn save(&self, path: &Path, replace: bool) -> Result<Saved> {
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let write = || -> Result<Saved> {
-            let tmp = tempfile::Builder::new()
-                .prefix(&format!(".{name}."))
-                .suffix(".tmp")
-                .tempfile_in(dir)?;
-            let mut f = BufWriter::with_capacity(1 << 22, tmp);
+        let written = crate::output::write_file_atomic(path, replace, |tmp| {
+            let mut f = BufWriter::with_capacity(1 << 22, tmp.as_file_mut());
             self.write_to(&mut f)?;
-            let tmp = f.into_inner().map_err(|e| e.into_error())?;
-            // Readable by every user, as the parameters beside it are (the temporary file
-            // is created private).
+            f.flush()?;
+            drop(f);
+            // Readable by every user, as the parameters beside it are, whatever the umask.
             use std::os::unix::fs::PermissionsExt;
             tmp.as_file()
                 .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-            tmp.as_file().sync_all()?;
-            let saved = if replace {
-                tmp.persist(path).map_err(|e| e.error)?;
-                Saved::Written
-            } else {
-                match tmp.persist_noclobber(path) {
-                    Ok(_) => Saved::Written,
-                    Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
-                        Saved::AlreadyThere // `e.file` is dropped: removed
-                    }
-                    Err(e) => return Err(e.error.into()),
-                }
-            };
-            std::fs::File::open(dir)?.sync_all()?;
-            Ok(saved)
-        };
-        write().with_context(|| format!("cannot write {}", path.display()))
+            Ok(())
+        })?;
+        Ok(match written {
+            true => Saved::Written,
+            false => Saved::AlreadyThere,
+        })
     }
 
     fn write_to(&self, f: &mut impl Write) -> Result<()> {
