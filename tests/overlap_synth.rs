@@ -64,6 +64,9 @@ impl PartitionCircuits for Repeated {
     fn public_inputs(&self, _: usize) -> Result<Vec<Fr>> {
         unreachable!("not used by the scheduler")
     }
+    fn check(&self, _: usize) -> Result<()> {
+        unreachable!("not used by the scheduler")
+    }
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
         synth::synthesize(self.porep.circuit_of(&self.proofs(k))?, hint)

@@ -17,6 +17,7 @@ use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, Stack
 
 use crate::synth::{self, ProvingAssignment, SizeHint};
 
+mod check;
 mod native_label;
 
 /// The partition circuits of one C1, ready to synthesize.
@@ -24,6 +25,9 @@ pub trait PartitionCircuits: Send + Sync {
     fn partitions(&self) -> usize;
     /// Public inputs of partition `k` (without the leading ONE).
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
+    /// Checks partition `k`'s vanilla proofs against the registered proof's shape and
+    /// content (`check.rs`) before anything is synthesized: one line naming what is wrong.
+    fn check(&self, k: usize) -> Result<()>;
     /// Builds and synthesizes partition `k`.
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
     /// Builds partition `k` and computes its variable values only (witness generation),
@@ -108,6 +112,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
             &self.public_params,
             Some(k),
         )
+    }
+
+    fn check(&self, k: usize) -> Result<()> {
+        self.check_partition(k)
     }
 
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {

@@ -310,6 +310,13 @@ fn build_circuits(
         Some(k) => vec![k],
         None => (0..partitions).collect(),
     };
+    // Before any synthesis: a malformed C1 is one line, not a panic in the gadgets or a
+    // circuit that cannot be satisfied.
+    t.time("check C1", || {
+        todo.par_iter()
+            .try_for_each(|&k| circuits.check(k))
+            .context("the C1's vanilla proofs do not hold")
+    })?;
     let inputs: Vec<Vec<blstrs::Scalar>> = t.time("public inputs", || {
         todo.par_iter()
             .map(|&k| circuits.public_inputs(k))
