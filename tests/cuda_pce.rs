@@ -13,7 +13,7 @@ use cuzk_prove::prove::cpu::fft::quotient;
 use cuzk_prove::prove::cuda::ntt::quotient_pce_to_device;
 use cuzk_prove::prove::cuda::pce_eval::DevicePce;
 use cuzk_prove::prove::cuda::DeviceScalars;
-use cuzk_prove::synth::{self, pce, witness::Witness};
+use cuzk_prove::synth::{self, pce, witness::Witness, Abc};
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -88,16 +88,17 @@ fn check(emulate: bool) {
             aux: full.aux_assignment.clone(),
         };
         let mut deferred = recorded.deferred(w).unwrap();
-        assert!(deferred.a.is_empty() && deferred.deferred.is_some());
+        assert!(matches!(deferred.abc, Abc::Deferred(_)));
         assert_eq!(deferred.num_constraints(), full.num_constraints(), "{at}");
-        pce::evaluate_deferred(&mut deferred).unwrap();
+        deferred.evaluate_on_host().unwrap();
         assert!(deferred == full, "{at}: deferred CPU evaluation differs");
 
         // On the device: H equals the CPU backend's H of the full synthesis.
         let dev = DevicePce::upload(&recorded, emulate).unwrap();
         let aux = DeviceScalars::upload(&full.aux_assignment, emulate).unwrap();
         let (h, _, _) = quotient_pce_to_device(&dev, &full.input_assignment, &aux).unwrap();
-        let cpu = quotient(full.a.clone(), full.b.clone(), full.c.clone()).unwrap();
+        let [a, b, c] = full.abc.evaluated().unwrap().map(<[_]>::to_vec);
+        let cpu = quotient(a, b, c).unwrap();
         assert_eq!(h.len(), cpu.len(), "{at}");
         assert!(
             h.read().unwrap() == cpu,

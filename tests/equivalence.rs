@@ -115,10 +115,8 @@ fn assignment_equals_independent_recording_and_bellperson_witness() {
     }
     assert_eq!(ours.input_assignment, rec.inputs);
     assert_eq!(ours.aux_assignment, rec.aux);
-    assert!(
-        ours.a == rec.a && ours.b == rec.b && ours.c == rec.c,
-        "a, b, c differ"
-    );
+    let [a, b, c] = ours.abc.evaluated().unwrap();
+    assert!(a == rec.a && b == rec.b && c == rec.c, "a, b, c differ");
     assert_eq!(bits(&ours.a_aux_density), rec.a_aux);
     assert_eq!(bits(&ours.b_input_density), rec.b_in);
     assert_eq!(bits(&ours.b_aux_density), rec.b_aux);
@@ -130,14 +128,9 @@ fn assignment_equals_independent_recording_and_bellperson_witness() {
     assert_eq!(ours.aux_assignment, w.scalar_aux());
 
     // The witness satisfies every constraint, and presizing changes nothing.
-    assert!(ours
-        .a
-        .iter()
-        .zip(&ours.b)
-        .zip(&ours.c)
-        .all(|((a, b), c)| *a * b == *c));
+    assert!(a.iter().zip(b).zip(c).all(|((a, b), c)| *a * b == *c));
     let hint = synth::SizeHint {
-        constraints: ours.a.len(),
+        constraints: a.len(),
         inputs: 1,
         aux: 10,
     };

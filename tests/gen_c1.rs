@@ -137,14 +137,11 @@ fn assert_satisfied<Tree: 'static + MerkleTreeTrait>(c1: &Path) -> usize {
     let config = c1.registered_proof.as_v1_config();
     let porep = Porep::<Tree>::new(&config, c1.output).unwrap();
     let pa = cuzk_prove::synth::synthesize(porep.circuit(0).unwrap(), None).unwrap();
-    let n = pa.a.len();
+    let [a, b, c] = pa.abc.evaluated().unwrap();
+    let n = a.len();
     assert!(n > 1_000_000);
     for i in 0..n {
-        assert_eq!(
-            pa.a[i] * pa.b[i],
-            pa.c[i],
-            "constraint {i} of {n} does not hold"
-        );
+        assert_eq!(a[i] * b[i], c[i], "constraint {i} of {n} does not hold");
     }
     n
 }
@@ -174,9 +171,8 @@ fn corrupted_c1_fails_the_circuit() {
     let config = c1.registered_proof.as_v1_config();
     let porep = Porep::<SectorShape8MiB>::new(&config, c1.output).unwrap();
     let pa = cuzk_prove::synth::synthesize(porep.circuit(0).unwrap(), None).unwrap();
-    let bad = (0..pa.a.len())
-        .filter(|&i| pa.a[i] * pa.b[i] != pa.c[i])
-        .count();
+    let [a, b, c] = pa.abc.evaluated().unwrap();
+    let bad = (0..a.len()).filter(|&i| a[i] * b[i] != c[i]).count();
     assert!(bad > 0, "a corrupted column still satisfies the circuit");
 }
 

@@ -58,7 +58,8 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
     let [a, b, c] = twice
         .evaluations(&full.input_assignment, &full.aux_assignment.repeat(2))
         .unwrap();
-    assert!(a == full.a.repeat(2) && b == full.b.repeat(2) && c == full.c.repeat(2));
+    let [fa, fb, fc] = full.abc.evaluated().unwrap();
+    assert!(a == fa.repeat(2) && b == fb.repeat(2) && c == fc.repeat(2));
     drop((a, b, c, full, twice));
 
     // Through the file and back.

@@ -21,7 +21,7 @@ pub mod witness;
 
 use std::time::Instant;
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::cli::BenchRows;
 use cuzk_prove::prove::cuda::{self, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
-use cuzk_prove::synth::{Density, ProvingAssignment};
+use cuzk_prove::synth::{Abc, Density, ProvingAssignment};
 
 const CHUNK: usize = 1 << 14;
 
@@ -426,7 +426,8 @@ fn partition_once(
 ) -> Result<Timed> {
     let mut t = Timed::default();
     let h = t.phase("H", " (NTT, with transfers)", false, |k| {
-        let (h, ms) = cuda::ntt::quotient_to_device(&p.a, &p.b, &p.c, false)?;
+        let [a, b, c] = p.abc.evaluated().context("bench-gpu synthesizes a, b, c")?;
+        let (h, ms) = cuda::ntt::quotient_to_device(a, b, c, false)?;
         k[1] = ms as f64;
         Ok(h)
     })?;
@@ -495,15 +496,16 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
         let mut inputs = random_scalars(INPUTS, 13);
         inputs[0] = Fr::ONE;
         Ok(ProvingAssignment {
-            a: random_scalars(constraints, 14),
-            b: random_scalars(constraints, 15),
-            c: random_scalars(constraints, 16),
+            abc: Abc::Evaluated {
+                a: random_scalars(constraints, 14),
+                b: random_scalars(constraints, 15),
+                c: random_scalars(constraints, 16),
+            },
             input_assignment: inputs,
             aux_assignment: witness_scalars(aux, o.zeros, o.ones, 17),
             a_aux_density: spread(aux, a_aux),
             b_input_density: spread(INPUTS, 1),
             b_aux_density: spread(aux, b_aux),
-            deferred: None,
         })
     })?;
     let w = Msm {

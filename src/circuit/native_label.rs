@@ -121,28 +121,7 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
                     parents.push(bits(&reverse_bit_numbering(value.to_bits_le(&mut cs)?))?);
                 }
             }
-            // The hashing order's repetition of the parents (37 in all).
-            let mut expanded: Vec<&[Bit]> = parents.iter().map(Vec::as_slice).collect();
-            if layer > 1 {
-                expanded.extend(parents.iter().map(Vec::as_slice));
-                let first = parents.get(..9).ok_or(SynthesisError::Unsatisfiable)?;
-                expanded.extend(first.iter().map(Vec::as_slice));
-            } else {
-                for _ in 0..5 {
-                    expanded.extend(parents.iter().map(Vec::as_slice));
-                }
-                expanded.push(&parents[0]);
-            }
-            if expanded.len() != stacked::TOTAL_PARENTS {
-                return Err(SynthesisError::Unsatisfiable);
-            }
-            let label = sha256::label(
-                &mut cs.aux,
-                &replica_id_bits,
-                layer as u32,
-                &node,
-                &expanded,
-            );
+            let label = label(&mut cs, &replica_id_bits, layer, &node, &parents)?;
             labels.push(num(&mut cs, label)?);
         }
 
@@ -165,6 +144,38 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
         inclusion(&mut cs, p.comm_c_path, &comm_c, &column_hash)?;
     }
     Ok(cs)
+}
+
+/// The label of `node` at `layer` from its parents' bits (the DRG parents', then at
+/// layers above the first the expander parents'), repeated in the hashing order to 37.
+fn label(
+    cs: &mut Witness,
+    replica_id_bits: &[Bit],
+    layer: usize,
+    node: &[Bit],
+    parents: &[Vec<Bit>],
+) -> Result<Fr, SynthesisError> {
+    let mut expanded: Vec<&[Bit]> = parents.iter().map(Vec::as_slice).collect();
+    if layer > 1 {
+        expanded.extend(parents.iter().map(Vec::as_slice));
+        let first = parents.get(..9).ok_or(SynthesisError::Unsatisfiable)?;
+        expanded.extend(first.iter().map(Vec::as_slice));
+    } else {
+        for _ in 0..5 {
+            expanded.extend(parents.iter().map(Vec::as_slice));
+        }
+        expanded.push(parents.first().ok_or(SynthesisError::Unsatisfiable)?);
+    }
+    if expanded.len() != stacked::TOTAL_PARENTS {
+        return Err(SynthesisError::Unsatisfiable);
+    }
+    Ok(sha256::label(
+        &mut cs.aux,
+        replica_id_bits,
+        layer as u32,
+        node,
+        &expanded,
+    ))
 }
 
 /// Pins `T` to the element type of a function's `Vec<T>` argument.

@@ -137,45 +137,97 @@ pub struct SizeHint {
     pub aux: usize,
 }
 
+/// A·w, B·w, C·w of one partition: one value per constraint, the input constraints
+/// included. What synthesis hands the prover, stated by the variant instead of by empty
+/// vectors beside a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Abc {
+    /// Evaluated on the host: during synthesis, or from the recording at the witness.
+    Evaluated { a: Vec<Fr>, b: Vec<Fr>, c: Vec<Fr> },
+    /// Left to the backend (`--pce-eval gpu`): this recording, evaluated at the
+    /// assignment's witness on the GPU ([`ProvingAssignment::evaluate_on_host`] where the
+    /// backend has no evaluation of its own).
+    Deferred(std::sync::Arc<super::pce::Pce>),
+}
+
+impl Default for Abc {
+    fn default() -> Self {
+        Self::Evaluated {
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+        }
+    }
+}
+
+impl Abc {
+    /// a, b, c when evaluated.
+    pub fn evaluated(&self) -> Option<[&[Fr]; 3]> {
+        match self {
+            Self::Evaluated { a, b, c } => Some([a, b, c]),
+            Self::Deferred(_) => None,
+        }
+    }
+
+    pub fn constraints(&self) -> usize {
+        match self {
+            Self::Evaluated { a, .. } => a.len(),
+            Self::Deferred(pce) => pce.constraints(),
+        }
+    }
+}
+
 /// One synthesized partition circuit.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProvingAssignment {
-    /// Evaluations of the A, B, C linear combinations, one per constraint, including the
-    /// `input × 1 = 0`-style constraints appended for every input.
-    pub a: Vec<Fr>,
-    pub b: Vec<Fr>,
-    pub c: Vec<Fr>,
+    pub abc: Abc,
     /// `input_assignment[0]` is the constant ONE.
     pub input_assignment: Vec<Fr>,
     pub aux_assignment: Vec<Fr>,
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
-    /// Set when a, b, c are left to the prover backend (`--pce-eval gpu`): they are empty
-    /// and this recording evaluates them at the witness (on the GPU, or on the CPU where a
-    /// backend has no evaluation of its own: [`super::pce::evaluate_deferred`]).
-    pub deferred: Option<std::sync::Arc<super::pce::Pce>>,
 }
 
 impl ProvingAssignment {
     pub fn with_hint(hint: SizeHint) -> Self {
         Self {
-            a: Vec::with_capacity(hint.constraints),
-            b: Vec::with_capacity(hint.constraints),
-            c: Vec::with_capacity(hint.constraints),
+            abc: Abc::Evaluated {
+                a: Vec::with_capacity(hint.constraints),
+                b: Vec::with_capacity(hint.constraints),
+                c: Vec::with_capacity(hint.constraints),
+            },
             input_assignment: Vec::with_capacity(hint.inputs),
             aux_assignment: Vec::with_capacity(hint.aux),
             a_aux_density: Density::with_capacity(hint.aux),
             b_input_density: Density::with_capacity(hint.inputs),
             b_aux_density: Density::with_capacity(hint.aux),
-            deferred: None,
         }
     }
 
     pub fn num_constraints(&self) -> usize {
-        self.deferred
-            .as_ref()
-            .map_or(self.a.len(), |p| p.constraints())
+        self.abc.constraints()
+    }
+
+    /// Evaluates a deferred assignment's a, b, c on the host (a backend without an
+    /// evaluation of its own, e.g. the CUDA backend's CPU fallback); an evaluated one is
+    /// left as it is.
+    pub fn evaluate_on_host(&mut self) -> anyhow::Result<()> {
+        if let Abc::Deferred(pce) = &self.abc {
+            let [a, b, c] = pce.evaluations(&self.input_assignment, &self.aux_assignment)?;
+            self.abc = Abc::Evaluated { a, b, c };
+        }
+        Ok(())
+    }
+
+    /// a, b, c moved out (evaluated on the host first if deferred); the assignment keeps
+    /// empty evaluations.
+    pub fn take_evaluations(&mut self) -> anyhow::Result<[Vec<Fr>; 3]> {
+        self.evaluate_on_host()?;
+        match std::mem::take(&mut self.abc) {
+            Abc::Evaluated { a, b, c } => Ok([a, b, c]),
+            Abc::Deferred(_) => anyhow::bail!("a deferred assignment left unevaluated"),
+        }
     }
 
     /// Appends one constraint: evaluates its linear combinations, marks the densities.
@@ -195,9 +247,19 @@ impl ProvingAssignment {
             aux,
         );
         let c = eval(c, None, None, inputs, aux);
-        self.a.push(a);
-        self.b.push(b);
-        self.c.push(c);
+        match &mut self.abc {
+            Abc::Evaluated {
+                a: va,
+                b: vb,
+                c: vc,
+            } => {
+                va.push(a);
+                vb.push(b);
+                vc.push(c);
+            }
+            // Only `Pce::deferred` makes one, from a witness: nothing synthesizes into it.
+            Abc::Deferred(_) => unreachable!("a constraint enforced on a deferred assignment"),
+        }
     }
 
     /// Appends the constraint `input_i * 0 = 0` for every input, as bellperson's prover
@@ -395,9 +457,10 @@ mod tests {
             |lc| lc + z,
         );
         cs.enforce_input_constraints();
-        assert_eq!(cs.a, vec![Fr::from(3u64), Fr::ONE]);
-        assert_eq!(cs.b, vec![Fr::from(5u64), Fr::ZERO]);
-        assert_eq!(cs.c, vec![Fr::from(12u64), Fr::ZERO]);
+        let [a, b, c] = cs.abc.evaluated().unwrap();
+        assert_eq!(a, [Fr::from(3u64), Fr::ONE]);
+        assert_eq!(b, [Fr::from(5u64), Fr::ZERO]);
+        assert_eq!(c, [Fr::from(12u64), Fr::ZERO]);
         assert_eq!(cs.a_aux_density.total(), 1);
         assert!(cs.a_aux_density.get(0) && !cs.a_aux_density.get(1));
         assert_eq!(cs.b_aux_density.total(), 1);

@@ -6,7 +6,7 @@ pub mod presize;
 pub mod sha256;
 pub mod witness;
 
-pub use assignment::{Density, ProvingAssignment, SizeHint};
+pub use assignment::{Abc, Density, ProvingAssignment, SizeHint};
 
 use anyhow::{Context, Result};
 use bellperson::{Circuit, ConstraintSystem};

@@ -240,7 +240,6 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
             _,
         >>::blank_circuit(&pp)
     };
-
     let t0 = std::time::Instant::now();
     let lap = |what: &str| {
         log::info!(
@@ -248,118 +247,178 @@ fn generate_shape<Tree: 'static + MerkleTreeTrait>(
             t0.elapsed().as_secs_f64()
         )
     };
-    // Pass 1: sizes. The prover adds ONE as input 0 and one constraint per input.
-    let mut count = Qap::new(None, 0, 0);
-    blank().synthesize(&mut count)?;
-    let (inputs, aux) = (count.next_input, count.next_aux);
-    let constraints = count.constraint + inputs;
-    lap("counting pass");
-    let m = constraints.next_power_of_two();
-    ensure!(
-        m.trailing_zeros() <= Fr::S,
-        "circuit too large for Fr's FFT domain"
-    );
-
-    let Trapdoor {
-        tau,
-        alpha,
-        beta,
-        gamma,
-        delta,
-    } = Trapdoor::draw(rng);
-    let lagrange = lagrange_at(tau, m);
-    lap("Lagrange basis");
-
-    // Pass 2: QAP evaluations at τ.
-    let mut qap = Qap::new(Some(&lagrange), inputs, aux);
-    blank().synthesize(&mut qap)?;
-    for j in 0..inputs {
-        qap.u[j] += lagrange[qap.constraint + j];
-    }
-    let Qap { u, v, w, .. } = qap;
-    drop(lagrange);
-    lap("QAP pass");
-
-    let (gamma_inv, delta_inv) = (gamma.invert().unwrap(), delta.invert().unwrap());
-    let a_idx: Vec<usize> = (0..inputs + aux)
-        .filter(|&j| !bool::from(u[j].is_zero()))
-        .collect();
-    let b_idx: Vec<usize> = (0..inputs + aux)
-        .filter(|&j| !bool::from(v[j].is_zero()))
-        .collect();
-    let g1 = FixedBase::<G1Affine>::new();
-    let g2 = FixedBase::<G2Affine>::new();
+    let qap = QapAtTau::evaluate(blank, rng, &lap)?;
+    let keys = Keys::new(&qap);
     lap("tables");
+    let vk = keys.verifying_key(&qap)?;
+    // The verifying key and the metadata first: the parameters become visible last, so
+    // a reader that finds them finds their key (each file written atomically).
+    crate::output::write_file_atomic(&paths.vk, true, |f| Ok(f.write_all(&vk)?))?;
+    let meta = serde_json::json!({
+        "sector_size": u64::from(proof.sector_size()),
+        "test_only": super::TEST_ONLY_NOTICE,
+    });
+    crate::output::write_file_atomic(&paths.meta, true, |f| {
+        Ok(f.write_all(&serde_json::to_vec(&meta)?)?)
+    })?;
+    crate::output::write_file_atomic(&paths.params, true, |f| {
+        let mut out = BufWriter::with_capacity(1 << 22, f.as_file_mut());
+        out.write_all(&vk)?;
+        keys.write_sections(&qap, &mut out, &lap)?;
+        out.flush()?;
+        Ok(())
+    })?;
+    Ok(Generated {
+        constraints: qap.constraints,
+        inputs: qap.inputs,
+        aux: qap.aux,
+        domain: qap.m,
+    })
+}
 
-    let tmp = paths
-        .params
-        .with_extension(format!("tmp-{}", std::process::id()));
-    let file =
-        fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
-    let mut out = BufWriter::with_capacity(1 << 22, file);
-    let mut vk = Vec::new();
-    {
+/// The circuit's QAP polynomials u, v, w per variable evaluated at the trapdoor's τ.
+struct QapAtTau {
+    trapdoor: Trapdoor,
+    u: Vec<Fr>,
+    v: Vec<Fr>,
+    w: Vec<Fr>,
+    inputs: usize,
+    aux: usize,
+    constraints: usize,
+    /// The FFT domain size.
+    m: usize,
+}
+
+impl QapAtTau {
+    /// Two synthesis passes over the blank circuit: its sizes, then the evaluations.
+    fn evaluate<C: Circuit<Fr>>(
+        blank: impl Fn() -> C,
+        rng: &mut dyn RngCore,
+        lap: &dyn Fn(&str),
+    ) -> Result<Self> {
+        // Pass 1: sizes. The prover adds ONE as input 0 and one constraint per input.
+        let mut count = Qap::new(None, 0, 0);
+        blank().synthesize(&mut count)?;
+        let (inputs, aux) = (count.next_input, count.next_aux);
+        let constraints = count.constraint + inputs;
+        lap("counting pass");
+        let m = constraints.next_power_of_two();
+        ensure!(
+            m.trailing_zeros() <= Fr::S,
+            "circuit too large for Fr's FFT domain"
+        );
+        let trapdoor = Trapdoor::draw(rng);
+        let lagrange = lagrange_at(trapdoor.tau, m);
+        lap("Lagrange basis");
+
+        // Pass 2: QAP evaluations at τ.
+        let mut qap = Qap::new(Some(&lagrange), inputs, aux);
+        blank().synthesize(&mut qap)?;
+        for j in 0..inputs {
+            qap.u[j] += lagrange[qap.constraint + j];
+        }
+        let Qap { u, v, w, .. } = qap;
+        lap("QAP pass");
+        Ok(Self {
+            trapdoor,
+            u,
+            v,
+            w,
+            inputs,
+            aux,
+            constraints,
+            m,
+        })
+    }
+}
+
+/// What the sections are made with: fixed-base tables, the trapdoor's inverses, and
+/// which variables A and B use.
+struct Keys {
+    g1: FixedBase<G1Affine>,
+    g2: FixedBase<G2Affine>,
+    gamma_inv: Fr,
+    delta_inv: Fr,
+    a_idx: Vec<usize>,
+    b_idx: Vec<usize>,
+}
+
+impl Keys {
+    fn new(q: &QapAtTau) -> Self {
+        let used = |p: &[Fr]| -> Vec<usize> {
+            (0..q.inputs + q.aux)
+                .filter(|&j| !bool::from(p[j].is_zero()))
+                .collect()
+        };
+        Self {
+            g1: FixedBase::<G1Affine>::new(),
+            g2: FixedBase::<G2Affine>::new(),
+            gamma_inv: q.trapdoor.gamma.invert().unwrap(),
+            delta_inv: q.trapdoor.delta.invert().unwrap(),
+            a_idx: used(&q.u),
+            b_idx: used(&q.v),
+        }
+    }
+
+    /// α, β (G1, G2), γ, δ (G1, G2) and the inputs' IC points, uncompressed.
+    fn verifying_key(&self, q: &QapAtTau) -> Result<Vec<u8>> {
+        let Trapdoor {
+            alpha,
+            beta,
+            gamma,
+            delta,
+            ..
+        } = q.trapdoor;
         let g1p = |s: Fr| (G1Projective::generator() * s).to_affine_uncompressed();
         let g2p = |s: Fr| (G2Projective::generator() * s).to_affine_uncompressed();
+        let mut vk = Vec::new();
         vk.extend_from_slice(&g1p(alpha));
         vk.extend_from_slice(&g1p(beta));
         vk.extend_from_slice(&g2p(beta));
         vk.extend_from_slice(&g2p(gamma));
         vk.extend_from_slice(&g1p(delta));
         vk.extend_from_slice(&g2p(delta));
-        let mut ic = Vec::new();
-        write_section(&g1, &mut ic, inputs, |j| {
-            (beta * u[j] + alpha * v[j] + w[j]) * gamma_inv
+        write_section(&self.g1, &mut vk, q.inputs, |j| {
+            (beta * q.u[j] + alpha * q.v[j] + q.w[j]) * self.gamma_inv
         })?;
-        vk.extend_from_slice(&ic);
+        Ok(vk)
     }
-    out.write_all(&vk)?;
-    // h_i = τⁱ (τᵐ − 1) / δ for i < m − 1.
-    let zd = (tau.pow_vartime([m as u64]) - Fr::ONE) * delta_inv;
-    let mut h = vec![Fr::ZERO; m - 1];
-    h.par_chunks_mut(1 << 14)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut x = tau.pow_vartime([(c << 14) as u64]) * zd;
-            for e in chunk {
-                *e = x;
-                x *= tau;
-            }
-        });
-    write_section(&g1, &mut out, m - 1, |i| h[i])?;
-    drop(h);
-    lap("h");
-    write_section(&g1, &mut out, aux, |j| {
-        let j = inputs + j;
-        (beta * u[j] + alpha * v[j] + w[j]) * delta_inv
-    })?;
-    lap("l");
-    write_section(&g1, &mut out, a_idx.len(), |k| u[a_idx[k]])?;
-    lap("a");
-    write_section(&g1, &mut out, b_idx.len(), |k| v[b_idx[k]])?;
-    lap("b_g1");
-    write_section(&g2, &mut out, b_idx.len(), |k| v[b_idx[k]])?;
-    lap("b_g2");
-    let file = out.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    fs::rename(&tmp, &paths.params)?;
 
-    let vk_tmp = paths
-        .vk
-        .with_extension(format!("tmp-{}", std::process::id()));
-    fs::write(&vk_tmp, &vk)?;
-    fs::rename(&vk_tmp, &paths.vk)?;
-    let meta = serde_json::json!({
-        "sector_size": u64::from(proof.sector_size()),
-        "test_only": super::TEST_ONLY_NOTICE,
-    });
-    fs::write(&paths.meta, serde_json::to_vec(&meta)?)?;
-    Ok(Generated {
-        constraints,
-        inputs,
-        aux,
-        domain: m,
-    })
+    /// The sections after the verifying key: h, l, a, b_g1, b_g2.
+    fn write_sections(&self, q: &QapAtTau, out: &mut impl Write, lap: &dyn Fn(&str)) -> Result<()> {
+        let Trapdoor {
+            tau, alpha, beta, ..
+        } = q.trapdoor;
+        let (m, inputs) = (q.m, q.inputs);
+        // h_i = τⁱ (τᵐ − 1) / δ for i < m − 1.
+        let zd = (tau.pow_vartime([m as u64]) - Fr::ONE) * self.delta_inv;
+        let mut h = vec![Fr::ZERO; m - 1];
+        h.par_chunks_mut(1 << 14)
+            .enumerate()
+            .for_each(|(c, chunk)| {
+                let mut x = tau.pow_vartime([(c << 14) as u64]) * zd;
+                for e in chunk {
+                    *e = x;
+                    x *= tau;
+                }
+            });
+        write_section(&self.g1, out, m - 1, |i| h[i])?;
+        drop(h);
+        lap("h");
+        write_section(&self.g1, out, q.aux, |j| {
+            let j = inputs + j;
+            (beta * q.u[j] + alpha * q.v[j] + q.w[j]) * self.delta_inv
+        })?;
+        lap("l");
+        let (a, b) = (&self.a_idx, &self.b_idx);
+        write_section(&self.g1, out, a.len(), |k| q.u[a[k]])?;
+        lap("a");
+        write_section(&self.g1, out, b.len(), |k| q.v[b[k]])?;
+        lap("b_g1");
+        write_section(&self.g2, out, b.len(), |k| q.v[b[k]])?;
+        lap("b_g2");
+        Ok(())
+    }
 }
 
 trait Uncompressed {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::{Backend, Products};
 use crate::input::srs::Srs;
 use crate::report::Timings;
-use crate::synth::ProvingAssignment;
+use crate::synth::{Abc, ProvingAssignment};
 use msm::{msm, msm_dense};
 
 pub struct Cpu;
@@ -31,22 +31,18 @@ impl Backend for Cpu {
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
         // Assignments left unevaluated for a GPU that turned out absent (--device auto).
-        if parts.iter().any(|p| p.deferred.is_some()) {
+        if parts.iter().any(|p| matches!(p.abc, Abc::Deferred(_))) {
             t.time("A·w, B·w, C·w (PCE, CPU)", || {
                 parts
                     .iter_mut()
-                    .try_for_each(crate::synth::pce::evaluate_deferred)
+                    .try_for_each(ProvingAssignment::evaluate_on_host)
             })?;
         }
         let hs = t.time("H: iFFT, coset FFT, (ab−c)/Z, coset iFFT", || {
             parts
                 .iter_mut()
                 .map(|p| {
-                    let (a, b, c) = (
-                        std::mem::take(&mut p.a),
-                        std::mem::take(&mut p.b),
-                        std::mem::take(&mut p.c),
-                    );
+                    let [a, b, c] = p.take_evaluations()?;
                     fft::quotient(a, b, c)
                 })
                 .collect::<Result<Vec<_>>>()

@@ -26,7 +26,7 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 
 use super::witness::Witness;
-use super::{Density, ProvingAssignment};
+use super::{Abc, Density, ProvingAssignment};
 
 mod file;
 mod join;
@@ -234,15 +234,15 @@ impl Pce {
         Ok([a, b, c])
     }
 
-    /// `w` with this recording's densities, a, b, c empty.
-    fn unevaluated(&self, w: Witness) -> ProvingAssignment {
+    /// `w` with this recording's densities and `abc`.
+    fn with_witness(&self, w: Witness, abc: Abc) -> ProvingAssignment {
         ProvingAssignment {
+            abc,
             input_assignment: w.inputs,
             aux_assignment: w.aux,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-            ..ProvingAssignment::default()
         }
     }
 
@@ -250,32 +250,16 @@ impl Pce {
     /// Fails if the witness does not fit the recording or does not satisfy it.
     pub fn assignment(&self, w: Witness) -> Result<ProvingAssignment> {
         let [a, b, c] = self.evaluations(&w.inputs, &w.aux)?;
-        Ok(ProvingAssignment {
-            a,
-            b,
-            c,
-            ..self.unevaluated(w)
-        })
+        Ok(self.with_witness(w, Abc::Evaluated { a, b, c }))
     }
 
     /// The proving assignment of `w` with a, b, c left to the backend (`--pce-eval gpu`):
-    /// [`Self::assignment`] without the evaluations, which `deferred` will give.
+    /// [`Self::assignment`] without the evaluations, which the backend makes from this
+    /// recording ([`Abc::Deferred`]).
     pub fn deferred(self: &Arc<Self>, w: Witness) -> Result<ProvingAssignment> {
         self.check_witness(w.inputs.len(), w.aux.len())?;
-        Ok(ProvingAssignment {
-            deferred: Some(Arc::clone(self)),
-            ..self.unevaluated(w)
-        })
+        Ok(self.with_witness(w, Abc::Deferred(Arc::clone(self))))
     }
-}
-
-/// Fills the a, b, c of an assignment whose evaluations were deferred (a backend without an
-/// evaluation of its own, e.g. the CUDA backend's CPU fallback); others are left as they are.
-pub fn evaluate_deferred(pa: &mut ProvingAssignment) -> Result<()> {
-    if let Some(p) = pa.deferred.take() {
-        [pa.a, pa.b, pa.c] = p.evaluations(&pa.input_assignment, &pa.aux_assignment)?;
-    }
-    Ok(())
 }
 
 /// A small whole-circuit block, for other modules' tests.

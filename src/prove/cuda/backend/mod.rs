@@ -38,7 +38,7 @@ use super::Msm;
 use crate::input::srs::Srs;
 use crate::prove::{cpu, Backend, Products};
 use crate::report::{GpuInfo, Timings};
-use crate::synth::ProvingAssignment;
+use crate::synth::{Abc, ProvingAssignment};
 use probe::Probe;
 use resident::{decode, Decoded, Prefetch, Resident};
 pub use resident::{Prefetch as SrsPrefetch, Prefetched};
@@ -237,15 +237,9 @@ impl Backend for Cuda {
         }
         // The evaluations leave the assignments first, so the rest can be shared with the
         // helper threads.
-        let abc: Vec<_> = parts
+        let abc: Vec<Abc> = parts
             .iter_mut()
-            .map(|p| {
-                (
-                    std::mem::take(&mut p.a),
-                    std::mem::take(&mut p.b),
-                    std::mem::take(&mut p.c),
-                )
-            })
+            .map(|p| std::mem::take(&mut p.abc))
             .collect();
         let parts: &[ProvingAssignment] = parts;
         let g2_on_gpu = self.b_g2 == BG2::Gpu;

@@ -18,7 +18,7 @@ use crate::prove::cuda::{ntt, DeviceScalars, GpuAffine, Msm};
 use crate::prove::Products;
 use crate::report::Timings;
 use crate::synth::pce::Pce;
-use crate::synth::ProvingAssignment;
+use crate::synth::{Abc, ProvingAssignment};
 
 /// Device memory a partition needs beside the resident SRS and a recording on the device
 /// (`--pce-eval gpu`), per domain element: its peak is MSM h's (≈ 450 bytes, see
@@ -31,15 +31,12 @@ const PCE_SCRATCH_PER_DOMAIN_ELEMENT: usize = 576;
 
 /// A deferred assignment's evaluations on the host cores, where its recording does not
 /// fit the GPU.
-fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result<Abc> {
-    let [a, b, c] = t.time(
+fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result<[Vec<Fr>; 3]> {
+    t.time(
         "A·w, B·w, C·w (PCE, CPU: the recording does not fit the GPU)",
         || pce.evaluations(&p.input_assignment, &p.aux_assignment),
-    )?;
-    Ok((a, b, c))
+    )
 }
-
-type Abc = (Vec<Fr>, Vec<Fr>, Vec<Fr>);
 
 impl Cuda {
     /// The recording `pce` on the device: uploaded on first use, then kept for the run.
@@ -113,7 +110,7 @@ impl Cuda {
     fn h_product(
         &self,
         pts: &Loaded<G1Affine>,
-        (a, b, c): (Vec<Fr>, Vec<Fr>, Vec<Fr>),
+        [a, b, c]: [Vec<Fr>; 3],
         aux: Option<&[Fr]>,
         ph: &mut Phases,
     ) -> Result<(G1Projective, Option<DeviceScalars>)> {
@@ -217,25 +214,25 @@ impl Cuda {
                 Ok(())
             };
             for (i, ((o, abc), p)) in out.iter_mut().zip(abc).zip(parts).enumerate() {
-                let on_device = match &p.deferred {
-                    Some(pce) => self.device_pce(pce, t)?,
-                    None => None,
-                };
-                if let Some(pce) = on_device {
-                    // The next partition's aux assignment moves while this one's MSMs run.
-                    let aux = self.aux_on_device(p, &mut ph)?;
-                    let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
-                    let after = parts.get(i + 1).or(next);
-                    self.beside_next_upload(after, &mut ph, |ph| {
-                        o.h = ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
-                        drop(hd);
-                        witness(o, p, &aux, ph)
-                    })?;
-                    continue;
-                }
-                let abc = match &p.deferred {
-                    Some(pce) => host_evaluations(pce, p, t)?,
-                    None => abc,
+                let abc = match abc {
+                    Abc::Evaluated { a, b, c } => [a, b, c],
+                    Abc::Deferred(pce) => match self.device_pce(&pce, t)? {
+                        Some(pce) => {
+                            // The next partition's aux assignment moves while this one's
+                            // MSMs run.
+                            let aux = self.aux_on_device(p, &mut ph)?;
+                            let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                            let after = parts.get(i + 1).or(next);
+                            self.beside_next_upload(after, &mut ph, |ph| {
+                                o.h =
+                                    ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
+                                drop(hd);
+                                witness(o, p, &aux, ph)
+                            })?;
+                            continue;
+                        }
+                        None => host_evaluations(&pce, p, t)?,
+                    },
                 };
                 let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
                 let (hp, aux) = self.h_product(&h, abc, beside, &mut ph)?;
@@ -256,22 +253,19 @@ impl Cuda {
         // of a 32GiB proof's H at once would not fit beside the SRS).
         let pts = self.load(srs, &srs.h, g1, t)?;
         for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-            let on_device = match &p.deferred {
-                Some(pce) => self.device_pce(pce, t)?,
-                None => None,
+            let abc = match abc {
+                Abc::Evaluated { a, b, c } => [a, b, c],
+                Abc::Deferred(pce) => match self.device_pce(&pce, t)? {
+                    Some(pce) => {
+                        let aux = self.aux_on_device(p, &mut ph)?;
+                        let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                        o.h = ph.time(Phase::HMsm, |k| pts.msm_dev(0, &hd, self.h_msm(), k))?;
+                        continue;
+                    }
+                    None => host_evaluations(&pce, p, t)?,
+                },
             };
-            o.h = match (on_device, &p.deferred) {
-                (Some(pce), _) => {
-                    let aux = self.aux_on_device(p, &mut ph)?;
-                    let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
-                    ph.time(Phase::HMsm, |k| pts.msm_dev(0, &hd, self.h_msm(), k))?
-                }
-                (None, Some(pce)) => {
-                    let abc = host_evaluations(pce, p, t)?;
-                    self.h_product(&pts, abc, None, &mut ph)?.0
-                }
-                (None, None) => self.h_product(&pts, abc, None, &mut ph)?.0,
-            };
+            o.h = self.h_product(&pts, abc, None, &mut ph)?.0;
         }
         drop(pts);
         let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);

@@ -60,6 +60,9 @@ use storage_proofs_porep::stacked::{
 use super::meta::{hex, Meta};
 use crate::input::c1::prover_id_from_miner;
 
+mod trees;
+use trees::{tree_levels, PeriodicTreeD, SparseTree};
+
 /// Nodes of the random block the synthetic sector repeats (128 KiB of data).
 pub const DATA_BLOCK_NODES: usize = 4096;
 
@@ -171,9 +174,7 @@ fn gen<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<(Vec<Vec<RawProof<Tree>>>, Commitments)> {
     let t0 = Instant::now();
     let pp = filecoin_proofs::parameters::public_params::<Tree>(config)?;
-    let graph = &pp.graph;
-    let nodes = graph.size();
-    let layers = pp.num_layers;
+    let (nodes, layers) = (pp.graph.size(), pp.num_layers);
     let partitions = usize::from(config.partitions);
     let mut rng = ChaCha20Rng::from_seed(opts.seed);
 
@@ -206,20 +207,7 @@ fn gen<Tree: 'static + MerkleTreeTrait>(
     let challenges: Vec<Vec<usize>> = (0..partitions)
         .map(|k| pub_inputs.challenges(&pp.challenges, nodes, Some(k)))
         .collect();
-    let mut parents: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-    for &c in challenges.iter().flatten() {
-        let mut p = vec![0u32; graph.degree()];
-        graph
-            .parents(c, &mut p)
-            .with_context(|| format!("parents of node {c}"))?;
-        ensure!(
-            p.len() == BASE_DEGREE + stacked::EXP_DEGREE,
-            "the graph has {} parents per node, expected {}",
-            p.len(),
-            BASE_DEGREE + stacked::EXP_DEGREE
-        );
-        parents.insert(c, p);
-    }
+    let parents = parents_of(&pp.graph, &challenges)?;
 
     // 3. Labels: computed for challenged nodes, in dependency order; random elsewhere.
     let mut labels = Labels::<TreeDomain<Tree>> {
@@ -232,98 +220,21 @@ fn gen<Tree: 'static + MerkleTreeTrait>(
             labels.compute(c, layer, &mut rng)?;
         }
     }
-    let mut columns: BTreeMap<usize, Vec<TreeDomain<Tree>>> = BTreeMap::new();
-    let opened: BTreeSet<usize> = parents
-        .iter()
-        .flat_map(|(&c, p)| std::iter::once(c).chain(p.iter().map(|&x| x as usize)))
-        .collect();
-    for &n in &opened {
-        let rows = (1..=layers)
-            .map(|l| labels.get(n, l, &mut rng))
-            .collect::<Vec<_>>();
-        columns.insert(n, rows);
-    }
-    let overlaps = parents
-        .keys()
-        .filter(|c| parents.values().flatten().any(|&p| p as usize == **c))
-        .count();
+    let columns = open_columns(&mut labels, layers, &mut rng);
 
     // 4. Trees C and R, sparse, of the tree's true shape.
-    let shape = tree_levels::<Tree>(nodes)?;
-    let leaves_c: BTreeMap<usize, TreeDomain<Tree>> = columns
-        .iter()
-        .map(|(&n, rows)| -> Result<_> {
-            Ok((
-                n,
-                Column::<Tree::Hasher>::new(n as u32, rows.clone())?
-                    .hash()
-                    .into(),
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let tree_c = SparseTree::<Tree::Hasher>::build(leaves_c, &shape, &mut rng);
-    let leaves_r: BTreeMap<usize, TreeDomain<Tree>> = parents
-        .keys()
-        .map(|&c| {
-            let data: Fr = tree_d.leaf(c).into();
-            let key: Fr = labels.known[&(c, layers)].into();
-            (c, (data + key).into())
-        })
-        .collect();
-    let tree_r = SparseTree::<Tree::Hasher>::build(leaves_r, &shape, &mut rng);
-    let comm_c = tree_c.root();
-    let comm_r_last = tree_r.root();
-    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
-
-    // The vanilla proofs, field by field as storage-proofs lays them out.
-    let col_proof = |n: usize| -> ColumnProof<TreeProof<Tree>> {
-        ColumnProof::new(
-            n as u32,
-            columns[&n].clone(),
-            MerkleProof::from_parts(tree_c.leaf(n), comm_c, tree_c.path(n)),
-        )
+    let trees = Trees::<Tree>::build(nodes, tree_d, &columns, &labels, layers, &mut rng)?;
+    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&trees.comm_c, &trees.comm_r_last);
+    let opened = Opened {
+        parents: &parents,
+        labels: &labels,
+        columns: &columns,
+        trees: &trees,
+        layers,
     };
     let proofs: Vec<Vec<RawProof<Tree>>> = challenges
         .iter()
-        .map(|cs| {
-            cs.iter()
-                .map(|&c| {
-                    let ps = &parents[&c];
-                    let labeling_proofs: Vec<LabelingProof<Tree::Hasher>> = (1..=layers)
-                        .map(|l| LabelingProof::new(l as u32, c as u64, labels.parent_labels(c, l)))
-                        .collect();
-                    RawProof::<Tree> {
-                        comm_d_proofs: MerkleProof::from_parts(
-                            tree_d.leaf(c),
-                            comm_d,
-                            tree_d.path(c),
-                        ),
-                        comm_r_last_proof: MerkleProof::from_parts(
-                            tree_r.leaf(c),
-                            comm_r_last,
-                            tree_r.path(c),
-                        ),
-                        replica_column_proofs: ReplicaColumnProof {
-                            c_x: col_proof(c),
-                            drg_parents: ps[..BASE_DEGREE]
-                                .iter()
-                                .map(|&p| col_proof(p as usize))
-                                .collect(),
-                            exp_parents: ps[BASE_DEGREE..]
-                                .iter()
-                                .map(|&p| col_proof(p as usize))
-                                .collect(),
-                        },
-                        labeling_proofs,
-                        encoding_proof: EncodingProof::new(
-                            layers as u32,
-                            c as u64,
-                            labels.parent_labels(c, layers),
-                        ),
-                    }
-                })
-                .collect()
-        })
+        .map(|cs| cs.iter().map(|&c| opened.proof(c)).collect())
         .collect();
     let generate_s = t0.elapsed().as_secs_f64();
 
@@ -344,6 +255,15 @@ fn gen<Tree: 'static + MerkleTreeTrait>(
         .expect("a domain element is 32 bytes");
     let comm_d_bytes: [u8; 32] = comm_d.into();
     let replica_fr: Fr = replica_id.into();
+    let stats = Stats {
+        partitions,
+        challenges: challenges.iter().map(Vec::len).sum(),
+        layers,
+        columns: columns.len(),
+        overlaps: overlaps(&parents),
+        generate_s,
+        verify_s,
+    };
     Ok((
         proofs,
         Commitments {
@@ -352,17 +272,151 @@ fn gen<Tree: 'static + MerkleTreeTrait>(
             replica_id: replica_fr.into(),
             seed,
             ticket,
-            stats: Stats {
-                partitions,
-                challenges: challenges.iter().map(Vec::len).sum(),
-                layers,
-                columns: opened.len(),
-                overlaps,
-                generate_s,
-                verify_s,
-            },
+            stats,
         },
     ))
+}
+
+/// Every challenged node's DRG and expander parents.
+fn parents_of<G: Graph<H>, H: Hasher>(
+    graph: &G,
+    challenges: &[Vec<usize>],
+) -> Result<BTreeMap<usize, Vec<u32>>> {
+    let mut parents = BTreeMap::new();
+    for &c in challenges.iter().flatten() {
+        let mut p = vec![0u32; graph.degree()];
+        graph
+            .parents(c, &mut p)
+            .with_context(|| format!("parents of node {c}"))?;
+        ensure!(
+            p.len() == BASE_DEGREE + stacked::EXP_DEGREE,
+            "the graph has {} parents per node, expected {}",
+            p.len(),
+            BASE_DEGREE + stacked::EXP_DEGREE
+        );
+        parents.insert(c, p);
+    }
+    Ok(parents)
+}
+
+/// How many challenged nodes are also another challenge's parent.
+fn overlaps(parents: &BTreeMap<usize, Vec<u32>>) -> usize {
+    parents
+        .keys()
+        .filter(|c| parents.values().flatten().any(|&p| p as usize == **c))
+        .count()
+}
+
+/// The columns the proofs open (the challenges' and their parents'): every layer's label.
+fn open_columns<D: Domain>(
+    labels: &mut Labels<'_, D>,
+    layers: usize,
+    rng: &mut impl RngCore,
+) -> BTreeMap<usize, Vec<D>> {
+    let opened: BTreeSet<usize> = labels
+        .parents
+        .iter()
+        .flat_map(|(&c, p)| std::iter::once(c).chain(p.iter().map(|&x| x as usize)))
+        .collect();
+    opened
+        .into_iter()
+        .map(|n| (n, (1..=layers).map(|l| labels.get(n, l, rng)).collect()))
+        .collect()
+}
+
+/// Trees D, C (column hashes) and R (replica leaves), with their roots.
+struct Trees<Tree: MerkleTreeTrait> {
+    d: PeriodicTreeD,
+    c: SparseTree<Tree::Hasher>,
+    r: SparseTree<Tree::Hasher>,
+    comm_d: Sha256Domain,
+    comm_c: TreeDomain<Tree>,
+    comm_r_last: TreeDomain<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Trees<Tree> {
+    fn build(
+        nodes: usize,
+        d: PeriodicTreeD,
+        columns: &BTreeMap<usize, Vec<TreeDomain<Tree>>>,
+        labels: &Labels<'_, TreeDomain<Tree>>,
+        layers: usize,
+        rng: &mut impl RngCore,
+    ) -> Result<Self> {
+        let shape = tree_levels::<Tree>(nodes)?;
+        let leaves_c: BTreeMap<usize, TreeDomain<Tree>> = columns
+            .iter()
+            .map(|(&n, rows)| -> Result<_> {
+                let column = Column::<Tree::Hasher>::new(n as u32, rows.clone())?;
+                Ok((n, column.hash().into()))
+            })
+            .collect::<Result<_>>()?;
+        let c = SparseTree::<Tree::Hasher>::build(leaves_c, &shape, rng);
+        // The replica leaf: data + key, the key being the last layer's label.
+        let leaves_r: BTreeMap<usize, TreeDomain<Tree>> = labels
+            .parents
+            .keys()
+            .map(|&n| {
+                let data: Fr = d.leaf(n).into();
+                let key: Fr = labels.known[&(n, layers)].into();
+                (n, (data + key).into())
+            })
+            .collect();
+        let r = SparseTree::<Tree::Hasher>::build(leaves_r, &shape, rng);
+        Ok(Self {
+            comm_d: d.root(),
+            comm_c: c.root(),
+            comm_r_last: r.root(),
+            d,
+            c,
+            r,
+        })
+    }
+}
+
+/// What the vanilla proofs open.
+struct Opened<'a, Tree: MerkleTreeTrait> {
+    parents: &'a BTreeMap<usize, Vec<u32>>,
+    labels: &'a Labels<'a, TreeDomain<Tree>>,
+    columns: &'a BTreeMap<usize, Vec<TreeDomain<Tree>>>,
+    trees: &'a Trees<Tree>,
+    layers: usize,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Opened<'_, Tree> {
+    fn column(&self, n: usize) -> ColumnProof<TreeProof<Tree>> {
+        let t = self.trees;
+        ColumnProof::new(
+            n as u32,
+            self.columns[&n].clone(),
+            MerkleProof::from_parts(t.c.leaf(n), t.comm_c, t.c.path(n)),
+        )
+    }
+
+    /// Challenge `c`'s vanilla proof, field by field as storage-proofs lays it out.
+    fn proof(&self, c: usize) -> RawProof<Tree> {
+        let (t, layers) = (self.trees, self.layers);
+        let ps = &self.parents[&c];
+        let labeling_proofs: Vec<LabelingProof<Tree::Hasher>> = (1..=layers)
+            .map(|l| LabelingProof::new(l as u32, c as u64, self.labels.parent_labels(c, l)))
+            .collect();
+        let columns = |ps: &[u32]| ps.iter().map(|&p| self.column(p as usize)).collect();
+        RawProof::<Tree> {
+            comm_d_proofs: MerkleProof::from_parts(t.d.leaf(c), t.comm_d, t.d.path(c)),
+            comm_r_last_proof: MerkleProof::from_parts(t.r.leaf(c), t.comm_r_last, t.r.path(c)),
+            replica_column_proofs: ReplicaColumnProof {
+                c_x: self.column(c),
+                drg_parents: columns(&ps[..BASE_DEGREE]),
+                exp_parents: columns(&ps[BASE_DEGREE..]),
+            },
+            labeling_proofs,
+            encoding_proof: EncodingProof::new(
+                layers as u32,
+                c as u64,
+                self.labels.parent_labels(c, layers),
+            ),
+        }
+    }
 }
 
 /// 32 random bytes with the top two bits clear: what fr32 padding and the SHA-256
@@ -455,155 +509,6 @@ fn create_label<D: Domain>(replica_id: &D, layer: usize, node: usize, parents: &
     let mut out: [u8; 32] = h.finalize().into();
     out[31] &= 0x3f;
     D::from(out)
-}
-
-/// (arity, height) of each level of tree C / R from the leaves up: the base arity until
-/// one base tree is covered, then one level each of sub-tree and top-tree arity
-/// (storage-proofs' compound trees). The height counts inside each part, as the path
-/// verifier passes it to the hash.
-fn tree_levels<Tree: MerkleTreeTrait>(nodes: usize) -> Result<Vec<(usize, usize)>> {
-    use typenum::Unsigned;
-    let base = Tree::Arity::to_usize();
-    let sub = Tree::SubTreeArity::to_usize();
-    let top = Tree::TopTreeArity::to_usize();
-    let mut base_leaves = nodes;
-    for a in [sub, top] {
-        base_leaves = base_leaves.checked_div(a).unwrap_or(base_leaves);
-    }
-    let mut levels = Vec::new();
-    let mut n = 1;
-    while n < base_leaves {
-        levels.push((base, levels.len()));
-        n *= base;
-    }
-    ensure!(
-        n == base_leaves,
-        "{nodes} nodes do not make a {base}-{sub}-{top} tree"
-    );
-    levels.extend([sub, top].into_iter().filter(|&a| a > 0).map(|a| (a, 0)));
-    Ok(levels)
-}
-
-/// A Merkle tree of which only some paths are known: the given leaves and every node
-/// above them are computed, the other children of those nodes are random digests.
-struct SparseTree<H: Hasher> {
-    arities: Vec<usize>,
-    levels: Vec<BTreeMap<usize, H::Domain>>,
-}
-
-impl<H: Hasher> SparseTree<H> {
-    fn build(
-        leaves: BTreeMap<usize, H::Domain>,
-        shape: &[(usize, usize)],
-        rng: &mut impl RngCore,
-    ) -> Self {
-        let mut levels = vec![leaves];
-        for (l, &(a, height)) in shape.iter().enumerate() {
-            let parents: BTreeSet<usize> = levels[l].keys().map(|i| i / a).collect();
-            let mut up = BTreeMap::new();
-            for p in parents {
-                let children: Vec<H::Domain> = (p * a..(p + 1) * a)
-                    .map(|i| {
-                        *levels[l]
-                            .entry(i)
-                            .or_insert_with(|| H::Domain::from(Fr::random(&mut *rng)))
-                    })
-                    .collect();
-                let mut f = H::Function::default();
-                up.insert(p, f.multi_node(&children, height));
-            }
-            levels.push(up);
-        }
-        SparseTree {
-            arities: shape.iter().map(|&(a, _)| a).collect(),
-            levels,
-        }
-    }
-
-    fn root(&self) -> H::Domain {
-        let top = self.levels.last().expect("a tree has levels");
-        debug_assert_eq!(top.len(), 1);
-        top[&0]
-    }
-
-    fn leaf(&self, i: usize) -> H::Domain {
-        self.levels[0][&i]
-    }
-
-    /// (siblings, position) per level, leaf first: storage-proofs' path form.
-    fn path(&self, mut i: usize) -> Vec<(Vec<H::Domain>, usize)> {
-        self.arities
-            .iter()
-            .enumerate()
-            .map(|(l, &a)| {
-                let p = i / a;
-                let sibs = (p * a..(p + 1) * a)
-                    .filter(|&j| j != i)
-                    .map(|j| self.levels[l][&j])
-                    .collect();
-                let pos = i % a;
-                i = p;
-                (sibs, pos)
-            })
-            .collect()
-    }
-}
-
-/// Tree D of a sector that repeats one random block: the block's own tree, then one node
-/// per level above it.
-struct PeriodicTreeD {
-    /// levels[l] holds the block's nodes at height l (block_len >> l of them); above the
-    /// block, one value per level.
-    levels: Vec<Vec<Sha256Domain>>,
-}
-
-impl PeriodicTreeD {
-    fn new(nodes: usize, rng: &mut impl RngCore) -> Result<Self> {
-        ensure!(
-            nodes.is_power_of_two(),
-            "{nodes} nodes is not a power of two"
-        );
-        let block = DATA_BLOCK_NODES.min(nodes);
-        let mut levels = vec![(0..block)
-            .map(|_| random_trimmed::<Sha256Domain>(rng))
-            .collect::<Vec<_>>()];
-        let height = nodes.trailing_zeros() as usize;
-        for h in 0..height {
-            let below = &levels[h];
-            let up: Vec<Sha256Domain> = if below.len() > 1 {
-                below
-                    .chunks(2)
-                    .map(|c| Sha256Function::default().multi_node(c, h))
-                    .collect()
-            } else {
-                vec![Sha256Function::default().multi_node(&[below[0], below[0]], h)]
-            };
-            levels.push(up);
-        }
-        Ok(PeriodicTreeD { levels })
-    }
-
-    fn at(&self, level: usize, i: usize) -> Sha256Domain {
-        let v = &self.levels[level];
-        v[i % v.len()]
-    }
-
-    fn root(&self) -> Sha256Domain {
-        self.levels.last().expect("tree D has levels")[0]
-    }
-
-    fn leaf(&self, i: usize) -> Sha256Domain {
-        self.at(0, i)
-    }
-
-    fn path(&self, i: usize) -> Vec<(Vec<Sha256Domain>, usize)> {
-        (0..self.levels.len() - 1)
-            .map(|l| {
-                let j = i >> l;
-                (vec![self.at(l, j ^ 1)], j & 1)
-            })
-            .collect()
-    }
 }
 
 /// Generates a C1 and writes it to `out` (lotus-bench wrapper, or `raw` JSON) with its
