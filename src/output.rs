@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use bellperson::groth16::Proof;
 use blstrs::Bls12;
 
-pub const PROOF_BYTES: usize = 192;
+pub(crate) const PROOF_BYTES: usize = 192;
 
 /// Checked before any heavy work (`-`, standard output, always passes here).
 pub fn check_path(path: &Path) -> Result<()> {
@@ -59,7 +59,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// place and the directory fsynced so the rename survives a crash. With `replace` false
 /// a file already at `path` wins and this one is dropped: returns false. On any error
 /// the temporary file is removed and `path` is left as it was.
-pub fn write_file_atomic(
+pub(crate) fn write_file_atomic(
     path: &Path,
     replace: bool,
     fill: impl FnOnce(&mut tempfile::NamedTempFile) -> Result<()>,
@@ -95,7 +95,7 @@ pub fn write_file_atomic(
 
 /// Makes a rename in `dir` durable (best effort: some file systems refuse to fsync a
 /// directory, and the data itself is already on disk).
-pub fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }

@@ -32,7 +32,7 @@ pub fn catch<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 
 /// A panic caught by [`catch`]: where (`what`, e.g. [`SYNTHESIS`]) and its message.
 #[derive(Debug)]
-pub struct Panicked {
+pub(crate) struct Panicked {
     pub what: String,
     pub message: String,
 }
@@ -46,7 +46,7 @@ impl std::fmt::Display for Panicked {
 impl std::error::Error for Panicked {}
 
 /// Whether `e` is (or wraps) a panic of the circuit code on the C1's data.
-pub fn is_synthesis_panic(e: &anyhow::Error) -> bool {
+pub(crate) fn is_synthesis_panic(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<Panicked>()
             .is_some_and(|p| p.what == SYNTHESIS)
@@ -54,7 +54,7 @@ pub fn is_synthesis_panic(e: &anyhow::Error) -> bool {
 }
 
 /// What a synthesis step's panic is called: the circuit code refused the C1's data.
-pub const SYNTHESIS: &str = "the circuit code failed on this C1 (malformed vanilla proofs?)";
+pub(crate) const SYNTHESIS: &str = "the circuit code failed on this C1 (malformed vanilla proofs?)";
 
 /// A caught panic's message, on one line.
 pub fn message(p: &Box<dyn std::any::Any + Send>) -> String {

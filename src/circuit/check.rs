@@ -36,7 +36,7 @@ type Proof<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// Checks partition `k`'s vanilla proofs (see the module's text); its challenges in
     /// parallel on the current rayon pool.
-    pub fn check_partition(&self, k: usize) -> Result<()> {
+    pub(crate) fn check_partition(&self, k: usize) -> Result<()> {
         let proofs = &self.vanilla[k];
         let pp = &self.public_params;
         let nodes = pp.graph.size();
@@ -281,7 +281,7 @@ mod raw {
     use anyhow::{ensure, Context, Result};
     use serde::Deserialize;
 
-    pub type Bytes = [u8; 32];
+    pub(crate) type Bytes = [u8; 32];
 
     #[derive(Deserialize)]
     pub struct Proof {
@@ -331,26 +331,26 @@ mod raw {
     }
 
     #[derive(Deserialize)]
-    pub struct Columns {
+    pub(crate) struct Columns {
         pub c_x: ColumnProof,
         pub drg_parents: Vec<ColumnProof>,
         pub exp_parents: Vec<ColumnProof>,
     }
 
     #[derive(Deserialize)]
-    pub struct ColumnProof {
+    pub(crate) struct ColumnProof {
         pub column: Column,
         pub inclusion_proof: Merkle,
     }
 
     #[derive(Deserialize)]
-    pub struct Column {
+    pub(crate) struct Column {
         pub index: u32,
         pub rows: Vec<Bytes>,
     }
 
     #[derive(Deserialize)]
-    pub struct Labeling {
+    pub(crate) struct Labeling {
         pub parents: Vec<Bytes>,
         pub layer_index: u32,
         pub node: u64,
@@ -414,7 +414,7 @@ mod raw {
         /// DRG parents at its layer, then the expander parents at the layer below), repeated
         /// to 37: the circuit computes the label from the columns, so a C1 whose labeling
         /// proofs say otherwise cannot be proved.
-        pub fn labels_follow_columns(&self) -> Result<()> {
+        pub(crate) fn labels_follow_columns(&self) -> Result<()> {
             let cols = &self.replica_column_proofs;
             for (l, label) in self.labeling_proofs.iter().enumerate() {
                 let mut read: Vec<&Bytes> =

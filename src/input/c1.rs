@@ -81,7 +81,7 @@ pub fn parse_registered_proof(name: &str) -> Result<RegisteredSealProof> {
 /// The largest C1 read: a 64GiB sector's is about 110 MB in the lotus-bench wrapper, so
 /// this leaves a margin of 4× while a file of another kind (or `/dev/zero`) is refused
 /// before it fills memory.
-pub const C1_MAX_BYTES: u64 = 512 << 20;
+pub(crate) const C1_MAX_BYTES: u64 = 512 << 20;
 
 /// Reads and parses a C1 from `path`, or from standard input for `-`. Only a regular file
 /// is read (a FIFO or device would block or never end), and at most [`C1_MAX_BYTES`].
@@ -261,7 +261,7 @@ pub fn parse_sector_size(s: &str) -> Result<u64> {
     }
 }
 
-pub fn sector_size_name(bytes: u64) -> String {
+pub(crate) fn sector_size_name(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{}GiB", b >> 30),
         b if b >= 1 << 20 => format!("{}MiB", b >> 20),

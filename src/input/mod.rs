@@ -1,5 +1,5 @@
 //! Inputs: the C1 JSON and the memory-mapped SRS.
 
 pub mod c1;
-pub mod params_digest;
+pub(crate) mod params_digest;
 pub mod srs;

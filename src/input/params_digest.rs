@@ -29,7 +29,7 @@ pub fn digest(bytes: &[u8]) -> String {
 
 /// [`digest`] of the concatenated `chunks`, calling `progress` with the bytes hashed so
 /// far after each.
-pub fn digest_chunks<'a>(
+pub(crate) fn digest_chunks<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
     mut progress: impl FnMut(usize),
 ) -> String {
@@ -50,7 +50,12 @@ pub fn production() -> &'static ParameterMap {
 
 /// Classifies the verifying key `vk` of the parameters whose `.vk` file is named
 /// `vk_name`, against `table` (the production one: [`production`]).
-pub fn key_status(vk_name: &str, vk: &[u8], test_only: bool, table: &ParameterMap) -> KeyStatus {
+pub(crate) fn key_status(
+    vk_name: &str,
+    vk: &[u8],
+    test_only: bool,
+    table: &ParameterMap,
+) -> KeyStatus {
     match table.get(vk_name) {
         Some(entry) if entry.digest == digest(vk) => KeyStatus::Production,
         _ if test_only => KeyStatus::Test,
@@ -59,7 +64,7 @@ pub fn key_status(vk_name: &str, vk: &[u8], test_only: bool, table: &ParameterMa
 }
 
 /// `--verify-params`: the whole file's digest against the table's entry for its name.
-pub fn verify_file(
+pub(crate) fn verify_file(
     name: &str,
     bytes: &[u8],
     table: &ParameterMap,

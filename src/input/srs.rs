@@ -41,8 +41,8 @@ pub fn cache_paths(proof: RegisteredSealProof, dir: &Path) -> Result<CachePaths>
     })
 }
 
-pub const G1_SIZE: usize = 96;
-pub const G2_SIZE: usize = 192;
+pub(crate) const G1_SIZE: usize = 96;
+pub(crate) const G2_SIZE: usize = 192;
 /// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
 const VK_FIXED: usize = 3 * G1_SIZE + 3 * G2_SIZE;
 
@@ -167,7 +167,7 @@ impl Srs {
     /// Drops the mapped pages from this process once their points live elsewhere (the
     /// GPU's resident copy): they stay in the page cache, and a later read faults them in
     /// again, but they no longer count in the process's resident memory (47 GB at 32GiB).
-    pub fn release_pages(&self) {
+    pub(crate) fn release_pages(&self) {
         // SAFETY: the mapping is a read-only view of a file: MADV_DONTNEED discards only
         // this process's page table entries, and later reads see the file's bytes again.
         if let Err(e) = unsafe {
@@ -184,7 +184,7 @@ impl Srs {
         &self.mmap
     }
 
-    pub fn vk_bytes(&self) -> &[u8] {
+    pub(crate) fn vk_bytes(&self) -> &[u8] {
         &self.mmap[..self.h.offset - 4]
     }
 
@@ -199,7 +199,7 @@ impl Srs {
     }
 
     /// Checked before any heavy work: the C1's public inputs fit the verifying key.
-    pub fn check_public_inputs(&self, public_inputs: usize) -> Result<()> {
+    pub(crate) fn check_public_inputs(&self, public_inputs: usize) -> Result<()> {
         ensure!(
             self.vk_ic_count == public_inputs + 1,
             "parameters {} do not match the C1: the verifying key has {} input points but the \
@@ -212,7 +212,7 @@ impl Srs {
     }
 
     /// Checked after synthesis, before proving: every section count against the circuit.
-    pub fn check_circuit(&self, shape: &Shape) -> Result<()> {
+    pub(crate) fn check_circuit(&self, shape: &Shape) -> Result<()> {
         let expect = [
             (&self.h, shape.domain - 1, "domain size − 1"),
             (&self.l, shape.aux, "aux variables"),

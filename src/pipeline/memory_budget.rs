@@ -21,7 +21,7 @@
 use anyhow::{bail, Result};
 
 /// Bytes in a GiB.
-pub const GIB: u64 = 1 << 30;
+pub(crate) const GIB: u64 = 1 << 30;
 
 /// What the planner needs to know of the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +53,12 @@ pub enum Pce {
 impl Need {
     /// A recording's size before one exists: 66 B per domain element at 32GiB (8.86 GB
     /// for 2^27), rounded up.
-    pub fn estimated_recording(domain: u64) -> u64 {
+    pub(crate) fn estimated_recording(domain: u64) -> u64 {
         70 * domain
     }
 
     /// Bytes one more partition in flight holds.
-    pub fn per_partition(&self) -> u64 {
+    pub(crate) fn per_partition(&self) -> u64 {
         let witness = 64 * self.aux;
         match self.pce {
             Pce::Off => 192 * self.domain + witness,
@@ -110,7 +110,7 @@ pub enum Source {
 
 /// The window for `need` under `budget`: as many partitions as fit, at most `wanted` (the
 /// scheduler's own choice); an error in one line when not even one fits.
-pub fn plan(need: &Need, budget: u64, source: Source, wanted: usize) -> Result<Plan> {
+pub(crate) fn plan(need: &Need, budget: u64, source: Source, wanted: usize) -> Result<Plan> {
     let (fixed, per) = (need.fixed(), need.per_partition().max(1));
     let fits = budget.saturating_sub(fixed) / per;
     if fits == 0 {
@@ -146,14 +146,14 @@ impl Source {
 }
 
 /// `n` bytes in GiB, one decimal.
-pub fn gib(n: u64) -> String {
+pub(crate) fn gib(n: u64) -> String {
     format!("{:.1} GiB", n as f64 / GIB as f64)
 }
 
 /// The memory this run may use: `--memory-budget SIZE`, else what the system has
 /// available (9/10 of it: the page cache the parameters need, and the kernel's own, keep
 /// the rest).
-pub fn available(flag: Option<u64>) -> (u64, Source) {
+pub(crate) fn available(flag: Option<u64>) -> (u64, Source) {
     if let Some(b) = flag {
         return (b, Source::Flag);
     }
@@ -206,7 +206,7 @@ fn cgroup_free() -> Option<u64> {
 
 /// `--memory-budget auto|SIZE`: None for auto; SIZE is bytes, or a number with K, M, G,
 /// T (powers of 1024, an optional `iB`/`B`), e.g. `48GiB`.
-pub fn parse_budget(s: &str) -> Result<Option<u64>> {
+pub(crate) fn parse_budget(s: &str) -> Result<Option<u64>> {
     if s == "auto" {
         return Ok(None);
     }

@@ -21,7 +21,7 @@ use crate::report::{C1Info, Classify, ErrorKind, Failure, OutputInfo, PceInfo, R
 use crate::synthetic::{self};
 use crate::{output, verify};
 
-pub mod memory_budget;
+pub(crate) mod memory_budget;
 pub mod overlap_synth;
 mod params;
 pub mod pce_cache;
@@ -35,7 +35,7 @@ use pce_cache::PceCache;
 
 /// `--overlap-synth`'s default window with `--pce` (`--max-circuits`; the memory planner
 /// may choose fewer): partitions being synthesized or waiting for the prover.
-pub const OVERLAP_WINDOW: usize = 3;
+pub(crate) const OVERLAP_WINDOW: usize = 3;
 
 fn log(cfg: &Config, msg: &str) {
     if !cfg.quiet {

@@ -45,7 +45,7 @@ pub enum Synthesis<'a> {
 }
 
 /// What the caller does with a recording made during the run.
-pub type Keep<'a> = &'a (dyn Fn(Arc<Pce>) + Sync);
+pub(crate) type Keep<'a> = &'a (dyn Fn(Arc<Pce>) + Sync);
 
 /// Where the recording comes from.
 pub enum PceSource {

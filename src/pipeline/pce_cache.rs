@@ -12,7 +12,7 @@ use crate::synth::pce::Pce;
 
 /// The recording's file for this run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PceCache {
+pub(crate) struct PceCache {
     /// Where the recording was found, or where this run's recording will be kept; None
     /// when there is no place to keep it.
     pub path: Option<PathBuf>,
@@ -65,7 +65,7 @@ pub fn candidates(explicit: Option<&Path>, params: &Path) -> Vec<PathBuf> {
 
 /// Whether a recording can be written in `dir`: created if missing, then a temporary file
 /// made there and removed (what the save will do).
-pub fn writable(dir: &Path) -> Result<(), String> {
+pub(crate) fn writable(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     tempfile::Builder::new()
         .prefix(".cuzk-prove-probe.")
@@ -77,7 +77,7 @@ pub fn writable(dir: &Path) -> Result<(), String> {
 /// Settles the recording's file among `dirs` for `name`: the first directory holding it
 /// intact; else the first holding it damaged (replaced there) or, with none, the first
 /// where `can_write` succeeds.
-pub fn settle(
+pub(crate) fn settle(
     dirs: &[PathBuf],
     name: &str,
     can_write: impl Fn(&Path) -> Result<(), String>,
@@ -126,7 +126,7 @@ pub fn settle(
 }
 
 /// [`settle`] in the real file system.
-pub fn locate(explicit: Option<&Path>, params: &Path) -> PceCache {
+pub(crate) fn locate(explicit: Option<&Path>, params: &Path) -> PceCache {
     settle(&candidates(explicit, params), &file_name(params), writable)
 }
 

@@ -26,7 +26,7 @@ use crate::synth::pce::Pce;
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 
 /// What the stage needs: the run's settings and inputs, and its plan.
-pub struct Run<'a> {
+pub(crate) struct Run<'a> {
     pub cfg: &'a Config,
     pub circuits: &'a dyn PartitionCircuits,
     /// The partitions to prove, in order.
@@ -45,7 +45,7 @@ pub struct Run<'a> {
 
 /// What the stage gives: the proofs by partition (in order) and what the report says of
 /// the circuit, the witness and the recording.
-pub struct Proved {
+pub(crate) struct Proved {
     pub proofs: Vec<(usize, Proof<Bls12>)>,
     pub shape: Option<Shape>,
     pub witness: Option<WitnessStats>,
@@ -54,7 +54,7 @@ pub struct Proved {
     pub recorded: bool,
 }
 
-pub fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
+pub(crate) fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(run.cfg.synth_threads)
         .build()?;

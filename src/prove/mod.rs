@@ -35,7 +35,7 @@ impl Randomness {
 
 /// The multi-scalar products of one partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Products {
+pub(crate) struct Products {
     /// Σ h_i · H_i over the quotient polynomial's coefficients.
     pub h: G1Projective,
     /// Σ aux_i · L_i.
@@ -48,7 +48,7 @@ pub struct Products {
 }
 
 /// A prover backend.
-pub trait Backend {
+pub(crate) trait Backend {
     fn name(&self) -> &'static str;
     /// Starts, in the background, whatever `products` will need from the SRS (the CUDA
     /// backend: every section decoded on the GPU), so that it overlaps synthesis.
@@ -79,7 +79,11 @@ pub trait Backend {
 
 /// A = α + a + rδ,  B = β + b + sδ,  C = s·a + r·b₁ + rs·δ + s·α + r·β + h + l
 /// (in bellperson's order of operations; the result is unique anyway).
-pub fn assemble(vk: &VerifyingKey<Bls12>, p: &Products, rs: Randomness) -> Result<Proof<Bls12>> {
+pub(crate) fn assemble(
+    vk: &VerifyingKey<Bls12>,
+    p: &Products,
+    rs: Randomness,
+) -> Result<Proof<Bls12>> {
     if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
         bail!("the verifying key's delta is the identity: refusing a subverted SRS");
     }

@@ -21,7 +21,7 @@ use crate::pipeline::memory_budget::Plan;
 use crate::synth::{Shape, WitnessStats};
 
 /// The report format's version (1: the first typed report, cuzk-prove 0.1).
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -106,7 +106,7 @@ impl Report {
     }
 
     /// The document as JSON.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("a report serializes")
     }
 }
@@ -145,7 +145,7 @@ impl Build {
 }
 
 /// `--version`'s long form.
-pub const LONG_VERSION: &str = concat!(
+pub(crate) const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\ncommit ",
     env!("CUZK_COMMIT"),
@@ -164,7 +164,7 @@ pub const LONG_VERSION: &str = concat!(
 );
 
 /// `--version`'s short form.
-pub const VERSION: &str = concat!(
+pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("CUZK_COMMIT"),
@@ -294,7 +294,7 @@ impl From<anyhow::Error> for Failure {
 }
 
 /// Classifies a stage's error: `stage().kind(ErrorKind::BadInput)?`.
-pub trait Classify<T> {
+pub(crate) trait Classify<T> {
     fn kind(self, kind: ErrorKind) -> Result<T, Failure>;
 }
 

@@ -26,13 +26,8 @@ impl Timings {
 
     /// Whether phases draw spinners; returns the previous setting (a progress bar of its
     /// own, over partitions, replaces them while partitions are proved).
-    pub fn set_spinners(&mut self, on: bool) -> bool {
+    pub(crate) fn set_spinners(&mut self, on: bool) -> bool {
         std::mem::replace(&mut self.spinners, on && std::io::stderr().is_terminal())
-    }
-
-    /// Whether spinners (and so progress bars) are drawn: on a terminal, not quiet.
-    pub fn spinners(&self) -> bool {
-        self.spinners
     }
 
     pub fn add(&mut self, name: &str, d: Duration) {
@@ -57,10 +52,6 @@ impl Timings {
             b.finish_and_clear();
         }
         out
-    }
-
-    pub fn entries(&self) -> &[(String, Duration)] {
-        &self.entries
     }
 
     pub fn get(&self, name: &str) -> Option<Duration> {

@@ -31,7 +31,7 @@ impl Density {
 
     /// Appends one variable, not (yet) in the query.
     #[inline]
-    pub fn add_element(&mut self) {
+    pub(crate) fn add_element(&mut self) {
         if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
@@ -40,7 +40,7 @@ impl Density {
 
     /// Marks variable `i` as used by the query.
     #[inline]
-    pub fn inc(&mut self, i: usize) {
+    pub(crate) fn inc(&mut self, i: usize) {
         let (w, b) = (i / 64, 1u64 << (i % 64));
         if self.words[w] & b == 0 {
             self.words[w] |= b;
@@ -190,7 +190,7 @@ pub struct ProvingAssignment {
 }
 
 impl ProvingAssignment {
-    pub fn with_hint(hint: SizeHint) -> Self {
+    pub(crate) fn with_hint(hint: SizeHint) -> Self {
         Self {
             abc: Abc::Evaluated {
                 a: Vec::with_capacity(hint.constraints),
@@ -222,7 +222,7 @@ impl ProvingAssignment {
 
     /// a, b, c moved out (evaluated on the host first if deferred); the assignment keeps
     /// empty evaluations.
-    pub fn take_evaluations(&mut self) -> anyhow::Result<[Vec<Fr>; 3]> {
+    pub(crate) fn take_evaluations(&mut self) -> anyhow::Result<[Vec<Fr>; 3]> {
         self.evaluate_on_host()?;
         match std::mem::take(&mut self.abc) {
             Abc::Evaluated { a, b, c } => Ok([a, b, c]),
@@ -231,7 +231,7 @@ impl ProvingAssignment {
     }
 
     /// Appends one constraint: evaluates its linear combinations, marks the densities.
-    pub fn enforce_lcs(
+    pub(crate) fn enforce_lcs(
         &mut self,
         a: &LinearCombination<Fr>,
         b: &LinearCombination<Fr>,
@@ -264,7 +264,7 @@ impl ProvingAssignment {
 
     /// Appends the constraint `input_i * 0 = 0` for every input, as bellperson's prover
     /// does after synthesis: it makes the inputs linearly independent in A.
-    pub fn enforce_input_constraints(&mut self) {
+    pub(crate) fn enforce_input_constraints(&mut self) {
         for i in 0..self.input_assignment.len() {
             let (a, zero) = Self::input_constraint(i);
             self.enforce_lcs(&a, &zero, &zero);
@@ -272,7 +272,7 @@ impl ProvingAssignment {
     }
 
     /// The linear combinations of input `i`'s constraint: A = input_i, B = C = 0.
-    pub fn input_constraint(i: usize) -> (LinearCombination<Fr>, LinearCombination<Fr>) {
+    pub(crate) fn input_constraint(i: usize) -> (LinearCombination<Fr>, LinearCombination<Fr>) {
         (
             LinearCombination::zero() + Variable::new_unchecked(Index::Input(i)),
             LinearCombination::zero(),

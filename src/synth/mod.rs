@@ -3,7 +3,7 @@
 mod assignment;
 pub mod pce;
 pub mod presize;
-pub mod sha256;
+pub(crate) mod sha256;
 pub mod witness;
 
 pub use assignment::{Abc, Density, ProvingAssignment, SizeHint};

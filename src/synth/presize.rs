@@ -8,7 +8,7 @@
 use super::SizeHint;
 use crate::input::srs::Srs;
 
-pub fn hint_from_srs(srs: &Srs) -> SizeHint {
+pub(crate) fn hint_from_srs(srs: &Srs) -> SizeHint {
     SizeHint {
         constraints: srs.h.count + 1,
         inputs: srs.vk_ic_count,

@@ -23,7 +23,7 @@ use ff::{Field, PrimeField};
 /// One bit as the gadgets see it: a constant, or an allocated variable (its value), used
 /// as is or negated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bit {
+pub(crate) enum Bit {
     Const(bool),
     Is(bool),
     Not(bool),
@@ -124,7 +124,7 @@ impl Aux<'_> {
 
 /// `UInt32`: bits least significant first, and the value.
 #[derive(Clone, Copy, Debug)]
-pub struct Word {
+pub(crate) struct Word {
     bits: [Bit; 32],
     value: u32,
 }
@@ -138,7 +138,7 @@ impl Word {
     }
 
     /// `UInt32::from_bits_be`: 32 bits, most significant first.
-    pub fn from_bits_be(bits: &[Bit]) -> Self {
+    pub(crate) fn from_bits_be(bits: &[Bit]) -> Self {
         assert_eq!(bits.len(), 32);
         let value = bits.iter().fold(0u32, |v, b| (v << 1) | b.value() as u32);
         Word {
@@ -148,7 +148,7 @@ impl Word {
     }
 
     /// `UInt32::into_bits_be`.
-    pub fn bits_be(&self) -> impl Iterator<Item = Bit> + '_ {
+    pub(crate) fn bits_be(&self) -> impl Iterator<Item = Bit> + '_ {
         self.bits.iter().rev().copied()
     }
 
@@ -311,7 +311,7 @@ fn compress(aux: &mut Aux, block: &[Bit], state: &[Word; 8]) -> [Word; 8] {
 
 /// bellperson's `sha256` gadget: padding, then one compression a block; the digest's 256
 /// bits, each word most significant bit first.
-pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
+pub(crate) fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
     assert!(input.len().is_multiple_of(8));
     let mut padded = input.to_vec();
     let len = padded.len() as u64;
@@ -328,7 +328,7 @@ pub fn sha256(aux: &mut Aux, input: &[Bit]) -> Vec<Bit> {
 }
 
 /// storage-proofs' `reverse_bit_numbering`: padded to whole bytes, each byte's bits reversed.
-pub fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
+pub(crate) fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
     while !bits.len().is_multiple_of(8) {
         bits.push(Bit::Const(false));
     }

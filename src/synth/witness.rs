@@ -97,7 +97,7 @@ impl ConstraintSystem<Fr> for Witness {
 impl Witness {
     /// An empty witness but for the constant ONE input, as [`super::synthesize`] starts;
     /// its aux values go to `buffer` (cleared: only its memory is reused).
-    pub fn starting_in(mut buffer: Vec<Fr>) -> Self {
+    pub(crate) fn starting_in(mut buffer: Vec<Fr>) -> Self {
         buffer.clear();
         Self {
             inputs: vec![Fr::from(1u64)],
@@ -112,7 +112,7 @@ pub fn witness<C: bellperson::Circuit<Fr>>(circuit: C) -> anyhow::Result<Witness
 }
 
 /// [`witness`], its aux values written into `buffer`'s memory.
-pub fn witness_in<C: bellperson::Circuit<Fr>>(
+pub(crate) fn witness_in<C: bellperson::Circuit<Fr>>(
     circuit: C,
     buffer: Vec<Fr>,
 ) -> anyhow::Result<Witness> {

@@ -13,7 +13,7 @@ use group::{Curve, Group};
 use rayon::prelude::*;
 
 /// An affine point type with coordinates in `F`.
-pub trait AffinePoint: PrimeCurveAffine<Scalar = Fr> + Send + Sync + Copy {
+pub(crate) trait AffinePoint: PrimeCurveAffine<Scalar = Fr> + Send + Sync + Copy {
     type F: Field;
     type Proj: Group<Scalar = Fr> + Curve<AffineRepr = Self> + Send + Sync + Copy;
     fn xy(&self) -> (Self::F, Self::F);
@@ -89,7 +89,7 @@ const HALF: i32 = 1 << (WINDOW - 1);
 const BATCH: usize = 512;
 
 /// rows[i][d − 1] = d · 2^(WINDOW·i) · G for 1 ≤ d ≤ 2^(WINDOW−1).
-pub struct FixedBase<A: AffinePoint> {
+pub(crate) struct FixedBase<A: AffinePoint> {
     rows: Vec<Vec<A>>,
 }
 
@@ -138,7 +138,7 @@ impl<A: AffinePoint> FixedBase<A> {
     }
 
     /// k·G for every k, in order, in affine form (identity for k = 0).
-    pub fn mul_many(&self, scalars: &[Fr]) -> Vec<A> {
+    pub(crate) fn mul_many(&self, scalars: &[Fr]) -> Vec<A> {
         let mut out = vec![A::identity(); scalars.len()];
         out.par_chunks_mut(BATCH)
             .zip(scalars.par_chunks(BATCH))

@@ -4,7 +4,7 @@
 //! constraint system does not depend on the sector's data). The developers' tools in
 //! dev/ (`cuzk-dev gen-params`, `gen-c1`) and the tests use the same code.
 
-pub mod fixed_base;
+pub(crate) mod fixed_base;
 pub mod gen_c1;
 pub mod gen_params;
 pub mod meta;

@@ -43,7 +43,7 @@ impl Domain {
         fft_in_place(a, self.omega, self.log_n);
     }
 
-    pub fn ifft(&self, a: &mut [Fr]) {
+    pub(crate) fn ifft(&self, a: &mut [Fr]) {
         fft_in_place(a, self.omega_inv, self.log_n);
         let n_inv = self.n_inv;
         a.par_iter_mut()
@@ -51,12 +51,12 @@ impl Domain {
             .for_each(|x| *x *= n_inv);
     }
 
-    pub fn coset_fft(&self, a: &mut [Fr]) {
+    pub(crate) fn coset_fft(&self, a: &mut [Fr]) {
         distribute_powers(a, Fr::MULTIPLICATIVE_GENERATOR);
         self.fft(a);
     }
 
-    pub fn icoset_fft(&self, a: &mut [Fr]) {
+    pub(crate) fn icoset_fft(&self, a: &mut [Fr]) {
         self.ifft(a);
         distribute_powers(a, Fr::MULTIPLICATIVE_GENERATOR.invert().unwrap());
     }

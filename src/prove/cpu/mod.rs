@@ -97,7 +97,10 @@ impl Backend for Cpu {
 
 /// B in G1 or G2 (one body) for every partition: inputs first (by B input density), then
 /// aux. Also the CUDA backend's `--b-g2 cpu`.
-pub fn b_products<P: msm::MsmPoint>(pts: &[P], parts: &[ProvingAssignment]) -> Vec<P::Projective> {
+pub(crate) fn b_products<P: msm::MsmPoint>(
+    pts: &[P],
+    parts: &[ProvingAssignment],
+) -> Vec<P::Projective> {
     parts
         .iter()
         .map(|p| {

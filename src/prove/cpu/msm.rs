@@ -59,7 +59,11 @@ pub fn msm<P: MsmPoint>(points: &[P], scalars: &[Fr]) -> P::Projective {
 
 /// Σ over the set bits i of `density` of scalars[i] · points[j], j counting set bits:
 /// the SRS stores points only for variables the query uses.
-pub fn msm_dense<P: MsmPoint>(points: &[P], scalars: &[Fr], density: &Density) -> P::Projective {
+pub(crate) fn msm_dense<P: MsmPoint>(
+    points: &[P],
+    scalars: &[Fr],
+    density: &Density,
+) -> P::Projective {
     assert_eq!(density.len(), scalars.len(), "density length mismatch");
     assert_eq!(
         points.len(),

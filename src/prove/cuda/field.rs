@@ -7,7 +7,7 @@ use blst::{blst_fp, blst_fp2};
 #[cfg(cuzk_cuda)]
 mod ffi {
     use std::os::raw::{c_char, c_int, c_void};
-    pub type OpsFn = unsafe extern "C" fn(
+    pub(crate) type OpsFn = unsafe extern "C" fn(
         a: *const c_void,
         b: *const c_void,
         out: *mut c_void,
@@ -17,7 +17,7 @@ mod ffi {
         errlen: usize,
     ) -> c_int;
     extern "C" {
-        pub fn cuzk_fp_ops(
+        pub(crate) fn cuzk_fp_ops(
             a: *const c_void,
             b: *const c_void,
             out: *mut c_void,
@@ -26,7 +26,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_fp2_ops(
+        pub(crate) fn cuzk_fp2_ops(
             a: *const c_void,
             b: *const c_void,
             out: *mut c_void,

@@ -27,30 +27,34 @@ nvcc); rebuild with the CUDA toolkit (README: building with CUDA) or use --devic
 mod ffi {
     use std::os::raw::{c_char, c_int};
     extern "C" {
-        pub fn cuzk_device_count(count: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
-        pub fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
-        pub fn cuzk_set_pin_transfers(on: c_int);
-        pub fn cuzk_device_name(
+        pub(crate) fn cuzk_device_count(
+            count: *mut c_int,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
+        pub(crate) fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
+        pub(crate) fn cuzk_set_pin_transfers(on: c_int);
+        pub(crate) fn cuzk_device_name(
             dev: c_int,
             name: *mut c_char,
             len: usize,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_host_register(
+        pub(crate) fn cuzk_host_register(
             ptr: *const std::os::raw::c_void,
             bytes: usize,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_host_unregister(ptr: *const std::os::raw::c_void);
-        pub fn cuzk_mem_info(
+        pub(crate) fn cuzk_host_unregister(ptr: *const std::os::raw::c_void);
+        pub(crate) fn cuzk_mem_info(
             free: *mut usize,
             total: *mut usize,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_fr_ops(
+        pub(crate) fn cuzk_fr_ops(
             a: *const u64,
             b: *const u64,
             out: *mut u64,
@@ -58,7 +62,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_fr_lazy_ops(
+        pub(crate) fn cuzk_fr_lazy_ops(
             a: *const u64,
             b: *const u64,
             c: *const u64,
@@ -201,7 +205,7 @@ pub fn device_name(index: usize) -> Result<String> {
 
 /// Free and total memory of the calling thread's current GPU, in bytes (free counting
 /// what the memory pool holds unused).
-pub fn mem_info() -> Result<(usize, usize)> {
+pub(crate) fn mem_info() -> Result<(usize, usize)> {
     #[cfg(cuzk_cuda)]
     {
         let (mut free, mut total) = (0, 0);

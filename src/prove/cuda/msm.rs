@@ -24,7 +24,7 @@ const MAX_WINDOWS: usize = 256;
 #[cfg(cuzk_cuda)]
 pub(super) mod ffi {
     use std::os::raw::{c_char, c_int, c_void};
-    pub type MsmFn = unsafe extern "C" fn(
+    pub(crate) type MsmFn = unsafe extern "C" fn(
         set: *const c_void,
         offset: usize,
         points: *const c_void,
@@ -45,7 +45,7 @@ pub(super) mod ffi {
         errlen: usize,
     ) -> c_int;
     extern "C" {
-        pub fn cuzk_msm_g1(
+        pub(crate) fn cuzk_msm_g1(
             set: *const c_void,
             offset: usize,
             points: *const c_void,
@@ -65,7 +65,7 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_msm_g2(
+        pub(crate) fn cuzk_msm_g2(
             set: *const c_void,
             offset: usize,
             points: *const c_void,
@@ -85,8 +85,8 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_msm_gather_min(emulate: c_int) -> usize;
-        pub fn cuzk_points_new(
+        pub(crate) fn cuzk_msm_gather_min(emulate: c_int) -> usize;
+        pub(crate) fn cuzk_points_new(
             g2: c_int,
             raw: *const c_void,
             n: usize,
@@ -98,7 +98,7 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_points_read(
+        pub(crate) fn cuzk_points_read(
             set: *const c_void,
             offset: usize,
             n: usize,
@@ -106,8 +106,8 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_points_free(set: *mut c_void);
-        pub fn cuzk_scalars_new(
+        pub(crate) fn cuzk_points_free(set: *mut c_void);
+        pub(crate) fn cuzk_scalars_new(
             host: *const c_void,
             n: usize,
             emulate: c_int,
@@ -115,7 +115,7 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_scalars_begin(
+        pub(crate) fn cuzk_scalars_begin(
             host: *const c_void,
             n: usize,
             emulate: c_int,
@@ -123,13 +123,13 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_scalars_end(
+        pub(crate) fn cuzk_scalars_end(
             upload: *mut c_void,
             out: *mut *mut c_void,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_scalars_select(
+        pub(crate) fn cuzk_scalars_select(
             set: *const c_void,
             words: *const u64,
             total: usize,
@@ -137,7 +137,7 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_scalars_read(
+        pub(crate) fn cuzk_scalars_read(
             set: *const c_void,
             offset: usize,
             n: usize,
@@ -145,7 +145,7 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_scalars_free(set: *mut c_void);
+        pub(crate) fn cuzk_scalars_free(set: *mut c_void);
     }
 }
 

@@ -16,7 +16,7 @@ mod ffi {
 
     /// `CuzkPowTables` in cuda/ntt/ntt.cuh: x^e = hi[e >> L] · lo[e & (2^L − 1)] for four x.
     #[repr(C)]
-    pub struct PowTables {
+    pub(crate) struct PowTables {
         pub lo: [*const Fr; 4],
         pub hi: [*const Fr; 4],
         pub lo_len: usize,
@@ -25,7 +25,7 @@ mod ffi {
     }
 
     extern "C" {
-        pub fn cuzk_ntt_quotient(
+        pub(crate) fn cuzk_ntt_quotient(
             a: *const Fr,
             b: *const Fr,
             c: *const Fr,
@@ -40,7 +40,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_ntt_quotient_pce(
+        pub(crate) fn cuzk_ntt_quotient_pce(
             pce: *const std::ffi::c_void,
             inputs: *const Fr,
             n_inputs: usize,
@@ -55,7 +55,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_ntt(
+        pub(crate) fn cuzk_ntt(
             x: *mut Fr,
             log_m: c_uint,
             inverse: c_int,

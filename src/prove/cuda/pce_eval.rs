@@ -22,7 +22,7 @@ mod ffi {
 
     /// `CuzkCsr` in cuda/pce/pce.cu.
     #[repr(C)]
-    pub struct Csr {
+    pub(crate) struct Csr {
         pub row_start: *const u64,
         pub cols: *const u32,
         pub coeffs: *const u32,
@@ -30,7 +30,7 @@ mod ffi {
     }
 
     extern "C" {
-        pub fn cuzk_pce_new(
+        pub(crate) fn cuzk_pce_new(
             m: *const Csr,
             rows: usize,
             table: *const c_void,
@@ -42,7 +42,7 @@ mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
-        pub fn cuzk_pce_free(pce: *mut c_void);
+        pub(crate) fn cuzk_pce_free(pce: *mut c_void);
     }
 }
 
@@ -107,7 +107,7 @@ impl DevicePce {
         self.raw
     }
 
-    pub fn is_emulated(&self) -> bool {
+    pub(crate) fn is_emulated(&self) -> bool {
         self.emulated
     }
 
@@ -118,7 +118,7 @@ impl DevicePce {
 
     /// Bytes `pce` would take on the device: per matrix its row offsets (8 bytes a row)
     /// and terms (8 bytes each), and the coefficient table.
-    pub fn bytes_for(pce: &Pce) -> usize {
+    pub(crate) fn bytes_for(pce: &Pce) -> usize {
         let rows = pce.constraints() + 1;
         let terms: usize = pce.nnz().iter().sum();
         3 * rows * 8 + terms * 8 + pce.coeff_table().len() * 32

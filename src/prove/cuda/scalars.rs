@@ -147,7 +147,7 @@ impl DeviceScalars {
         self.set
     }
 
-    pub fn is_emulated(&self) -> bool {
+    pub(crate) fn is_emulated(&self) -> bool {
         self.emulated
     }
 

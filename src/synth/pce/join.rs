@@ -46,7 +46,7 @@ impl Layout {
 /// has the same header rows, and the second part of block 0 has the rows of every other
 /// part (a circuit whose part reads another part's variables fails here, instead of
 /// giving a recording the circuit does not have).
-pub fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
+pub(crate) fn join_blocks(blocks: Vec<Block>) -> Result<Pce> {
     ensure!(!blocks.is_empty(), "no blocks to join");
     if blocks.len() == 1 {
         let b = blocks.into_iter().next().expect("one block");

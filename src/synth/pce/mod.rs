@@ -33,11 +33,12 @@ mod join;
 mod record;
 
 pub use file::Saved;
-pub use join::join_blocks;
-pub use record::{record_block, synthesize_recording, Block, PceBuilder};
+pub(crate) use join::join_blocks;
+pub(crate) use record::record_block;
+pub use record::{synthesize_recording, Block};
 
 /// Column flag of an aux variable (inputs have it clear).
-pub const AUX: u32 = 1 << 31;
+pub(crate) const AUX: u32 = 1 << 31;
 
 /// One sparse matrix, rows of (column, coefficient index) terms.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -99,7 +100,7 @@ impl Pce {
     }
 
     /// The distinct coefficients the matrices index (entry 0 is 1).
-    pub fn coeff_table(&self) -> &[Fr] {
+    pub(crate) fn coeff_table(&self) -> &[Fr] {
         &self.coeffs
     }
 

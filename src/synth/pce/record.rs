@@ -7,7 +7,7 @@ use super::*;
 /// Records the matrices while a [`ProvingAssignment`] synthesizes (it calls [`Self::row`]
 /// from `enforce`).
 #[derive(Clone, Debug)]
-pub struct PceBuilder {
+pub(crate) struct PceBuilder {
     a: Csr,
     b: Csr,
     c: Csr,
@@ -324,7 +324,7 @@ impl Block {
 
 /// Records `circuit` (one block of a larger one: see [`join_blocks`]) as a synthesis
 /// would run it, the constant ONE input first.
-pub fn record_block<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<Block> {
+pub(crate) fn record_block<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<Block> {
     use bellperson::ConstraintSystem;
     let mut cs = Recording::<Counts>::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
@@ -390,7 +390,7 @@ pub(crate) mod tests_support {
     }
 
     /// A whole circuit's block.
-    pub fn tiny_block() -> Block {
+    pub(crate) fn tiny_block() -> Block {
         record_block(Toy {
             parts: 2,
             cross: false,
@@ -399,7 +399,7 @@ pub(crate) mod tests_support {
     }
 
     /// The blocks of a `parts`-part Toy, as the PoRep circuits cut theirs.
-    pub fn toy_blocks(parts: usize, cross: bool) -> Vec<Block> {
+    pub(crate) fn toy_blocks(parts: usize, cross: bool) -> Vec<Block> {
         if parts < 3 {
             return vec![record_block(Toy { parts, cross }).unwrap()];
         }

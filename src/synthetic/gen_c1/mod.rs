@@ -64,7 +64,7 @@ mod trees;
 use trees::{tree_levels, PeriodicTreeD, SparseTree};
 
 /// Nodes of the random block the synthetic sector repeats (128 KiB of data).
-pub const DATA_BLOCK_NODES: usize = 4096;
+pub(crate) const DATA_BLOCK_NODES: usize = 4096;
 
 /// What to generate.
 #[derive(Clone, Debug)]

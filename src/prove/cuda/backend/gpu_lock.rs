@@ -15,23 +15,23 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-pub const GPU_LOCK_NAME: &str = "bellman.gpu.lock";
-pub const PRIORITY_LOCK_NAME: &str = "bellman.priority.lock";
+pub(crate) const GPU_LOCK_NAME: &str = "bellman.gpu.lock";
+pub(crate) const PRIORITY_LOCK_NAME: &str = "bellman.priority.lock";
 
 /// The GPU lock, held until dropped (closing the file releases the flock).
 #[derive(Debug)]
-pub struct GpuLock {
+pub(crate) struct GpuLock {
     _file: File,
 }
 
 impl GpuLock {
     /// Takes the lock in the process's temporary directory, waiting as bellperson's
     /// low-priority provers do; `waiting` is told once if another prover holds it.
-    pub fn acquire(waiting: impl Fn(&Path)) -> Result<Self> {
+    pub(crate) fn acquire(waiting: impl Fn(&Path)) -> Result<Self> {
         Self::acquire_in(&std::env::temp_dir(), waiting)
     }
 
-    pub fn acquire_in(dir: &Path, waiting: impl Fn(&Path)) -> Result<Self> {
+    pub(crate) fn acquire_in(dir: &Path, waiting: impl Fn(&Path)) -> Result<Self> {
         let open = |name: &str| {
             let path = dir.join(name);
             OpenOptions::new()

@@ -20,7 +20,7 @@
 //! for all sections plus the MSMs' scratch, they go product by product instead, each
 //! section uploaded and decoded just before its MSMs and freed after them.
 
-pub mod gpu_lock;
+pub(crate) mod gpu_lock;
 mod phases;
 mod probe;
 mod products;
@@ -41,7 +41,6 @@ use crate::report::{GpuInfo, Timings};
 use crate::synth::{Abc, ProvingAssignment};
 use probe::Probe;
 use resident::{decode, Decoded, Prefetch, Resident};
-pub use resident::{Prefetch as SrsPrefetch, Prefetched};
 use upload_ahead::Staged;
 
 /// Where B in G2 is computed (`--b-g2`).
@@ -148,7 +147,7 @@ impl Cuda {
 
     /// `--upload-ahead`: the next partition's aux assignment beside this one's MSMs
     /// (default on).
-    pub fn upload_ahead(mut self, on: bool) -> Self {
+    pub(crate) fn upload_ahead(mut self, on: bool) -> Self {
         self.upload_ahead = on;
         self
     }
