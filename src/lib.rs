@@ -14,6 +14,7 @@ pub mod panics;
 pub mod pipeline;
 pub mod prove;
 pub mod report;
+pub mod signals;
 pub mod synth;
 pub mod synthetic;
 pub mod verify;

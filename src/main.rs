@@ -17,6 +17,9 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     cuzk_prove::panics::install_hook();
+    if let Err(e) = cuzk_prove::signals::install() {
+        log::warn!("{e:#}: an interrupted run may leave temporary files");
+    }
     if cli.command.is_none() {
         let json = cli.prove.json.clone();
         return match Config::try_from(cli.prove) {

@@ -59,7 +59,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// place and the directory fsynced so the rename survives a crash. With `replace` false
 /// a file already at `path` wins and this one is dropped: returns false. On any error
 /// the temporary file is removed and `path` is left as it was.
-pub(crate) fn write_file_atomic(
+pub fn write_file_atomic(
     path: &Path,
     replace: bool,
     fill: impl FnOnce(&mut tempfile::NamedTempFile) -> Result<()>,
@@ -74,6 +74,8 @@ pub(crate) fn write_file_atomic(
             .suffix(".tmp")
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(&dir)?;
+        // Removed if the run is interrupted (SIGINT, SIGTERM, SIGHUP) before the rename.
+        let _interrupted = crate::signals::Temporary::register(tmp.path());
         fill(&mut tmp)?;
         tmp.as_file().sync_all()?;
         let written = if replace {

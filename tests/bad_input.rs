@@ -470,3 +470,135 @@ fn malformed_vanilla_proofs_are_one_line_naming_the_field() {
         }
     }
 }
+
+/// A parameters file that is a FIFO is refused before it is opened (an open would block).
+#[test]
+fn a_fifo_as_parameters_is_refused() {
+    let dir = scratch("fifo-params");
+    let fifo = dir.join("params.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (out, c1) = (dir.join("proof.bin"), fixture_c1());
+    let args: Vec<&OsStr> = vec![
+        OsStr::new("--c1"),
+        c1.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+        OsStr::new("--params"),
+        fifo.as_os_str(),
+        OsStr::new("--quiet"),
+    ];
+    expect_failure("fifo-params", &args, "is not a regular file", &out);
+}
+
+/// A mapped file truncated while in use: the SIGBUS handler writes one line naming the
+/// file and exits 1 instead of the process dying silently. The fault is provoked in a
+/// child (this test re-run with `CUZK_SIGBUS_CHILD` set), as it ends the process.
+#[test]
+fn a_mapped_file_truncated_while_in_use_is_one_line() {
+    if let Some(path) = std::env::var_os("CUZK_SIGBUS_CHILD") {
+        let path = PathBuf::from(path);
+        std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&file).unwrap() };
+        cuzk_prove::signals::install().unwrap();
+        let _named = cuzk_prove::signals::Mapped::register(&map, &path);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let byte = unsafe { std::ptr::read_volatile(&map[1 << 19]) };
+        panic!("read {byte} from a truncated map without a fault");
+    }
+    let path = scratch("sigbus").join("mapped.bin");
+    let res = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_mapped_file_truncated_while_in_use_is_one_line",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CUZK_SIGBUS_CHILD", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(
+        res.status.code(),
+        Some(1),
+        "status {:?}: {stderr}",
+        res.status
+    );
+    let want = format!(
+        "cuzk-prove: error: {} changed or was truncated while in use",
+        path.display()
+    );
+    assert!(
+        stderr.lines().any(|l| l.starts_with(&want)),
+        "no line naming the file: {stderr}"
+    );
+}
+
+/// An interrupted write (SIGINT, SIGTERM, SIGHUP while a proof, report or recording is
+/// being written) leaves no temporary file, and the process ends as the signal's default
+/// action would. The writer is a child (this test re-run with `CUZK_SIGNAL_CHILD` set)
+/// whose `fill` says when it is halfway and then waits to be interrupted.
+#[test]
+fn an_interrupted_write_leaves_no_temporary_file() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(path) = std::env::var_os("CUZK_SIGNAL_CHILD") {
+        cuzk_prove::signals::install().unwrap();
+        let _ = cuzk_prove::output::write_file_atomic(Path::new(&path), true, |f| {
+            f.write_all(&[1u8; 4096])?;
+            println!("halfway");
+            std::io::stdout().flush()?;
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            Ok(())
+        });
+        panic!("not interrupted");
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let dir = scratch(&format!("signal-{signal}"));
+        let path = dir.join("proof.bin");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "an_interrupted_write_leaves_no_temporary_file",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CUZK_SIGNAL_CHILD", &path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert!(
+            lines.any(|l| l.unwrap().ends_with("halfway")),
+            "the child never wrote"
+        );
+        let names = || -> Vec<String> {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert!(
+            names().iter().any(|n| n.ends_with(".tmp")),
+            "no temporary: {:?}",
+            names()
+        );
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert!(
+            names().is_empty(),
+            "left after signal {signal}: {:?}",
+            names()
+        );
+    }
+}

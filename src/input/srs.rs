@@ -65,6 +65,8 @@ impl Section {
 pub struct Srs {
     pub path: PathBuf,
     mmap: Mmap,
+    /// Names this file in the SIGBUS handler's line while the map lives.
+    _named: crate::signals::Mapped,
     pub vk: VerifyingKey<Bls12>,
     /// Number of `ic` points: public inputs + 1.
     pub vk_ic_count: usize,
@@ -83,6 +85,14 @@ impl SrsPoint for G2Affine {}
 impl Srs {
     /// Maps `path` and checks its structure; decodes only the verifying key.
     pub fn open(path: &Path) -> Result<Self> {
+        // Before opening: a FIFO would block the open, a device never end.
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("cannot open parameters file {}", path.display()))?;
+        anyhow::ensure!(
+            meta.is_file(),
+            "parameters file {} is not a regular file",
+            path.display()
+        );
         let file = File::open(path)
             .with_context(|| format!("cannot open parameters file {}", path.display()))?;
         // SAFETY: the mapping is read-only; the file is not expected to change while we run
@@ -150,6 +160,7 @@ impl Srs {
         Ok(Self {
             path: path.to_owned(),
             vk_ic_count: ic.count,
+            _named: crate::signals::Mapped::register(&mmap, path),
             mmap,
             vk,
             h,

@@ -70,9 +70,9 @@ impl Pce {
     pub fn probe(path: &Path) -> Result<()> {
         use std::os::unix::fs::FileExt;
         let check = || -> Result<()> {
+            ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
             let file = std::fs::File::open(path)?;
             let meta = file.metadata()?;
-            ensure!(meta.is_file(), "not a regular file");
             let size = meta.len();
             let u64_at = |at: u64| -> Result<u64> {
                 let mut b = [0u8; 8];
@@ -117,11 +117,13 @@ impl Pce {
     /// step once witnesses became fast; docs/PERF.md, session 20).
     pub fn load(path: &Path) -> Result<Self> {
         let read = || -> Result<Self> {
+            ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
             let file = std::fs::File::open(path)?;
             // SAFETY: the cache file is only ever replaced by a rename, never written in
             // place, so the mapping does not change under us; every read below is bounds
             // checked against the mapping's length.
             let map = unsafe { memmap2::Mmap::map(&file)? };
+            let _named = crate::signals::Mapped::register(&map, path);
             let size = map.len() as u64;
             // Every count read below is held against the file's size before anything of
             // that size is allocated: a damaged header gives an error, not an abort.

@@ -1,0 +1,166 @@
+//! What a signal leaves behind.
+//!
+//! - **SIGINT, SIGTERM, SIGHUP** (Ctrl-C, a pipeline's timeout, a closed terminal): the
+//!   temporary files the run is writing (the proof's, the report's, a 9 GB recording's; all
+//!   made by `output::write_file_atomic`) are removed, then the process ends as the signal's
+//!   default action would, so the caller still sees "killed by SIGINT". A thread of its own
+//!   waits for them (signal-hook's iterator), so the cleanup is ordinary code.
+//! - **SIGBUS**: reading a memory-mapped file that was truncated or rewritten in place while
+//!   the run uses it (the parameters, a recording being loaded) faults. Instead of a silent
+//!   kill, the handler writes one line naming the file and exits with status 1. It may only
+//!   use async-signal-safe calls, so the mapped ranges and their messages are kept in
+//!   fixed atomic slots, prepared when the file is mapped.
+//!
+//! SIGKILL cannot be caught: the temporaries of a killed run are never read by the next one
+//! (unpredictable names, never a file the prover looks for), only left on disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
+
+use anyhow::{Context, Result};
+
+static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A temporary file to remove if the run is interrupted; unregistered when dropped (after
+/// the file was renamed into place or removed).
+pub struct Temporary(PathBuf);
+
+impl Temporary {
+    pub fn register(path: &Path) -> Self {
+        lock().push(path.to_owned());
+        Self(path.to_owned())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        let mut list = lock();
+        if let Some(i) = list.iter().position(|p| *p == self.0) {
+            list.swap_remove(i);
+        }
+    }
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Installs both: the interrupt thread and the SIGBUS handler. Once per process.
+pub fn install() -> Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| result = install_interrupts().and_then(|()| install_sigbus()));
+    result
+}
+
+fn install_interrupts() -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("cannot install the signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                for path in lock().drain(..) {
+                    let _ = std::fs::remove_file(path);
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
+}
+
+/// Mapped ranges the SIGBUS handler can name: start, length, and the line to write.
+const SLOTS: usize = 8;
+
+struct Slot {
+    start: AtomicUsize,
+    len: AtomicUsize,
+    message: AtomicPtr<u8>,
+    message_len: AtomicUsize,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    start: AtomicUsize::new(0),
+    len: AtomicUsize::new(0),
+    message: AtomicPtr::new(std::ptr::null_mut()),
+    message_len: AtomicUsize::new(0),
+};
+
+static MAPPED: [Slot; SLOTS] = [EMPTY; SLOTS];
+
+/// A mapped file the SIGBUS handler names while this lives.
+pub struct Mapped(Option<usize>);
+
+impl Mapped {
+    /// Registers `bytes` (a memory map of `path`). With every slot taken the file is not
+    /// named, and a fault there gets the generic line.
+    pub fn register(bytes: &[u8], path: &Path) -> Self {
+        let line = format!(
+            "cuzk-prove: error: {} changed or was truncated while in use (a read of its \
+             memory map failed); run again once the file is complete\n",
+            path.display()
+        );
+        let line: &'static mut [u8] = Box::leak(line.into_bytes().into_boxed_slice());
+        for (i, s) in MAPPED.iter().enumerate() {
+            if s.len
+                .compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                s.message_len.store(line.len(), Ordering::Release);
+                s.message.store(line.as_mut_ptr(), Ordering::Release);
+                s.start.store(bytes.as_ptr() as usize, Ordering::Release);
+                s.len.store(bytes.len().max(1), Ordering::Release);
+                return Self(Some(i));
+            }
+        }
+        Self(None)
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // The line stays allocated: a handler running on another thread may be writing it.
+        if let Some(i) = self.0 {
+            MAPPED[i].len.store(0, Ordering::Release);
+        }
+    }
+}
+
+fn install_sigbus() -> Result<()> {
+    // SAFETY: the handler only reads atomics and calls write(2) and _exit(2), both
+    // async-signal-safe.
+    unsafe {
+        signal_hook_registry::register_sigaction(signal_hook::consts::SIGBUS, on_sigbus)
+            .context("cannot install the SIGBUS handler")?;
+    }
+    Ok(())
+}
+
+fn on_sigbus(info: &libc::siginfo_t) {
+    const GENERIC: &[u8] = b"cuzk-prove: error: a read of a memory-mapped file failed \
+        (SIGBUS): a file in use was truncated or changed\n";
+    // SAFETY: si_addr is valid for SIGBUS.
+    let at = unsafe { info.si_addr() } as usize;
+    let (mut ptr, mut len) = (GENERIC.as_ptr(), GENERIC.len());
+    for s in &MAPPED {
+        let (start, n) = (
+            s.start.load(Ordering::Acquire),
+            s.len.load(Ordering::Acquire),
+        );
+        if n != 0 && n != usize::MAX && at >= start && at - start < n {
+            ptr = s.message.load(Ordering::Acquire);
+            len = s.message_len.load(Ordering::Acquire);
+            break;
+        }
+    }
+    // SAFETY: `ptr` points at `len` bytes that are never freed.
+    unsafe {
+        libc::write(2, ptr.cast(), len);
+        libc::_exit(1);
+    }
+}
