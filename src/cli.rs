@@ -99,6 +99,17 @@ pub struct ProveArgs {
     #[arg(help_heading = "Input", long, value_name = "FILE", required = true)]
     pub c1: Option<PathBuf>,
 
+    /// The largest C1 read (a 64GiB sector's is about 110 MB): a bigger file, or an endless
+    /// one such as a device, is refused before it fills memory. A size: bytes or K/M/G
+    /// (powers of 1024).
+    #[arg(
+        help_heading = "Input",
+        long,
+        value_name = "SIZE",
+        default_value = "512MiB"
+    )]
+    pub c1_max_size: String,
+
     /// Where to write the proof (192 bytes per partition); written atomically, only after
     /// the proof verifies. - writes the raw bytes to standard output (not a terminal).
     #[arg(
@@ -295,6 +306,8 @@ pub struct ProveArgs {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Config {
     pub c1: PathBuf,
+    /// `--c1-max-size` in bytes.
+    pub c1_max_bytes: u64,
     pub output: Option<PathBuf>,
     pub params: Option<PathBuf>,
     pub param_cache: PathBuf,
@@ -352,6 +365,7 @@ impl Config {
     pub fn new(c1: PathBuf, output: Option<PathBuf>) -> Self {
         Self {
             c1,
+            c1_max_bytes: crate::input::c1::C1_MAX_BYTES,
             output,
             params: None,
             param_cache: PathBuf::from(DEFAULT_PARAM_CACHE),
@@ -420,6 +434,10 @@ impl TryFrom<ProveArgs> for Config {
         };
         Ok(Self {
             c1,
+            c1_max_bytes: crate::pipeline::memory_budget::parse_size(
+                "--c1-max-size",
+                &a.c1_max_size,
+            )?,
             output: a.output,
             params: a.params,
             param_cache: a.param_cache,

@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // One line: the context chain, outermost first.
-            let msg = format!("{e:#}").replace('\n', " ");
+            let msg = cuzk_prove::report::one_line(&format!("{e:#}"));
             eprintln!("cuzk-prove: error: {msg}");
             ExitCode::FAILURE
         }

@@ -8,14 +8,14 @@
 //! - **SIGBUS**: reading a memory-mapped file that was truncated or rewritten in place while
 //!   the run uses it (the parameters, a recording being loaded) faults. Instead of a silent
 //!   kill, the handler writes one line naming the file and exits with status 1. It may only
-//!   use async-signal-safe calls, so the mapped ranges and their messages are kept in
-//!   fixed atomic slots, prepared when the file is mapped.
+//!   use async-signal-safe calls, so the mapped ranges and their lines are kept in fixed
+//!   atomic slots (no allocation), filled when the file is mapped.
 //!
 //! SIGKILL cannot be caught: the temporaries of a killed run are never read by the next one
 //! (unpredictable names, never a file the prover looks for), only left on disk.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
 use anyhow::{Context, Result};
@@ -73,22 +73,25 @@ fn install_interrupts() -> Result<()> {
     Ok(())
 }
 
-/// Mapped ranges the SIGBUS handler can name: start, length, and the line to write.
+/// Mapped ranges the SIGBUS handler can name: start, length, and the line to write, in
+/// fixed memory (no allocation to leak or free while a handler may read it).
 const SLOTS: usize = 8;
+const LINE: usize = 512;
 
 struct Slot {
     start: AtomicUsize,
+    /// 0: free; `usize::MAX`: being filled; else the mapped length.
     len: AtomicUsize,
-    message: AtomicPtr<u8>,
-    message_len: AtomicUsize,
+    line: [AtomicU8; LINE],
+    line_len: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     start: AtomicUsize::new(0),
     len: AtomicUsize::new(0),
-    message: AtomicPtr::new(std::ptr::null_mut()),
-    message_len: AtomicUsize::new(0),
+    line: [const { AtomicU8::new(0) }; LINE],
+    line_len: AtomicUsize::new(0),
 };
 
 static MAPPED: [Slot; SLOTS] = [EMPTY; SLOTS];
@@ -105,18 +108,23 @@ impl Mapped {
              memory map failed); run again once the file is complete\n",
             path.display()
         );
-        let line: &'static mut [u8] = Box::leak(line.into_bytes().into_boxed_slice());
+        let line = line.as_bytes();
         for (i, s) in MAPPED.iter().enumerate() {
             if s.len
                 .compare_exchange(0, usize::MAX, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
+                .is_err()
             {
-                s.message_len.store(line.len(), Ordering::Release);
-                s.message.store(line.as_mut_ptr(), Ordering::Release);
-                s.start.store(bytes.as_ptr() as usize, Ordering::Release);
-                s.len.store(bytes.len().max(1), Ordering::Release);
-                return Self(Some(i));
+                continue;
             }
+            // A path too long for the slot keeps its end, the line its newline.
+            let cut = &line[line.len().saturating_sub(LINE)..];
+            for (d, &b) in s.line.iter().zip(cut) {
+                d.store(b, Ordering::Relaxed);
+            }
+            s.line_len.store(cut.len(), Ordering::Release);
+            s.start.store(bytes.as_ptr() as usize, Ordering::Release);
+            s.len.store(bytes.len().max(1), Ordering::Release);
+            return Self(Some(i));
         }
         Self(None)
     }
@@ -124,7 +132,6 @@ impl Mapped {
 
 impl Drop for Mapped {
     fn drop(&mut self) {
-        // The line stays allocated: a handler running on another thread may be writing it.
         if let Some(i) = self.0 {
             MAPPED[i].len.store(0, Ordering::Release);
         }
@@ -146,21 +153,25 @@ fn on_sigbus(info: &libc::siginfo_t) {
         (SIGBUS): a file in use was truncated or changed\n";
     // SAFETY: si_addr is valid for SIGBUS.
     let at = unsafe { info.si_addr() } as usize;
-    let (mut ptr, mut len) = (GENERIC.as_ptr(), GENERIC.len());
+    let mut buf = [0u8; LINE];
+    let mut line: &[u8] = GENERIC;
     for s in &MAPPED {
         let (start, n) = (
             s.start.load(Ordering::Acquire),
             s.len.load(Ordering::Acquire),
         );
         if n != 0 && n != usize::MAX && at >= start && at - start < n {
-            ptr = s.message.load(Ordering::Acquire);
-            len = s.message_len.load(Ordering::Acquire);
+            let len = s.line_len.load(Ordering::Acquire).min(LINE);
+            for (d, b) in buf.iter_mut().zip(&s.line).take(len) {
+                *d = b.load(Ordering::Relaxed);
+            }
+            line = &buf[..len];
             break;
         }
     }
-    // SAFETY: `ptr` points at `len` bytes that are never freed.
+    // SAFETY: write(2) and _exit(2) are async-signal-safe; `line` is valid memory.
     unsafe {
-        libc::write(2, ptr.cast(), len);
+        libc::write(2, line.as_ptr().cast(), line.len());
         libc::_exit(1);
     }
 }

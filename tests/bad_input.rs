@@ -108,6 +108,56 @@ fn unknown_registered_proof() {
     );
 }
 
+/// A C1 over `--c1-max-size` (default 512 MiB) is refused before it is read whole, and a
+/// device (endless) is refused as not a regular file.
+#[test]
+fn c1_size_limit_and_devices() {
+    expect_error(
+        "c1-max-size",
+        &fixture_c1(),
+        &[OsStr::new("--c1-max-size"), OsStr::new("4KiB")],
+        "larger than 4096 bytes: not a C1 (--c1-max-size raises the limit)",
+    );
+    expect_error(
+        "c1-dev-zero",
+        Path::new("/dev/zero"),
+        &[],
+        "is not a regular file",
+    );
+    expect_error(
+        "c1-max-size-bad",
+        &fixture_c1(),
+        &[OsStr::new("--c1-max-size"), OsStr::new("lots")],
+        "--c1-max-size must be a size such as 512MiB, got 'lots'",
+    );
+}
+
+/// A C1's strings reach the error line escaped and cut: no terminal escape sequence, no
+/// carriage return, no 100 KB line.
+#[test]
+fn c1_strings_in_messages_are_escaped_and_cut() {
+    let name = format!("\u{1b}[2J\rEVIL{}", "A".repeat(100_000));
+    let c1 = serde_json::json!({ "registered_proof": name, "vanilla_proofs": {} });
+    let path = write_c1("escaped", &serde_json::to_vec(&c1).unwrap());
+    let dir = scratch("escaped");
+    let out = dir.join("proof.bin");
+    let res = run(&[
+        OsStr::new("--c1"),
+        path.as_os_str(),
+        OsStr::new("-o"),
+        out.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(3), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("\\u{1b}[2J\\rEVIL"), "{stderr:?}");
+    assert!(stderr.len() < 2000, "{} bytes", stderr.len());
+    assert_eq!(stderr.lines().count(), 1);
+}
+
 #[test]
 fn wrapper_sector_size_disagrees_with_the_c1() {
     let mut v: serde_json::Value =
@@ -601,4 +651,41 @@ fn an_interrupted_write_leaves_no_temporary_file() {
             names()
         );
     }
+}
+
+/// `--presize` with section counts no PoRep circuit has (a sparse file whose h section
+/// claims 2^29 points, the sections after it moved to match): one line, not an abort on
+/// a reservation of tens of GB.
+#[test]
+fn presize_with_absurd_counts_is_one_line() {
+    let p = edited_params("presize", |f, len| {
+        let c = counts(f);
+        let grow = (1u64 << 29) - 1 - c[1].1 as u64;
+        f.seek(SeekFrom::Start(c[1].0)).unwrap();
+        f.write_all(&(((1u64 << 29) - 1) as u32).to_be_bytes())
+            .unwrap();
+        for &(at, n, _) in &c[2..] {
+            f.seek(SeekFrom::Start(at + grow * 96)).unwrap();
+            f.write_all(&n.to_be_bytes()).unwrap();
+        }
+        f.set_len(len + grow * 96).unwrap();
+    });
+    expect_error(
+        "presize",
+        &fixture_c1(),
+        &[
+            OsStr::new("--params"),
+            p.as_os_str(),
+            OsStr::new("--presize"),
+            // Past the memory planner, which refuses these counts first on a small host.
+            OsStr::new("--memory-budget"),
+            OsStr::new("4000GiB"),
+            OsStr::new("--pce"),
+            OsStr::new("off"),
+            OsStr::new("--device"),
+            OsStr::new("cpu"),
+            OsStr::new("--quiet"),
+        ],
+        "--presize: parameters",
+    );
 }

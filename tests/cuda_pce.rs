@@ -126,10 +126,7 @@ fn check(emulate: bool) {
                 .nth(1)
                 .map(|r| r.split(' ').next().unwrap().to_string())
         };
-        assert!(
-            err.contains("does not satisfy the pre-compiled constraint system"),
-            "{err}"
-        );
+        assert!(err.contains("witness does not satisfy constraint"), "{err}");
         assert_eq!(row(&err), row(&cpu_err), "{at}: {err} / {cpu_err}");
 
         // A witness of another shape is refused.

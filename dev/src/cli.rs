@@ -226,6 +226,26 @@ pub enum Command {
         )]
         param_cache: PathBuf,
     },
+    /// Mutation-fuzz one of cuzk-prove's readers (C1 + check, parameter header, recording):
+    /// errors are expected, panics are crashes (inputs saved, exit status 1).
+    #[command(name = "fuzz")]
+    Fuzz {
+        #[arg(long, value_enum)]
+        target: crate::fuzz::Target,
+        /// The valid starting input: a C1 (target c1) or a .params file (target params).
+        #[arg(long, value_name = "FILE")]
+        input: Option<PathBuf>,
+        #[arg(long, default_value_t = 100_000)]
+        runs: usize,
+        /// Number of the first run (a crash names its run: --first N --runs 1 repeats it).
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where crashing inputs are written.
+        #[arg(long, value_name = "DIR", default_value = "fuzz-crashes")]
+        crashes: PathBuf,
+    },
     /// Print cuzk-prove's man page (roff), generated from its clap definition.
     #[command(name = "manpage")]
     Manpage,

@@ -5,5 +5,6 @@
 
 pub mod bench;
 pub mod cli;
+pub mod fuzz;
 pub mod seal;
 pub mod test_params;

@@ -211,6 +211,31 @@ fn real_main(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Fuzz {
+            target,
+            input,
+            runs,
+            first,
+            seed,
+            crashes,
+        } => {
+            let o = cuzk_dev::fuzz::run(target, input.as_deref(), runs, first, seed, &crashes)?;
+            println!(
+                "fuzz {target:?}: {} runs from {first} (seed {seed}) in {:.1} s, {} accepted, {} \
+                 crashes{}",
+                o.runs,
+                o.seconds,
+                o.accepted,
+                o.crashes,
+                if o.crashes > 0 {
+                    format!(" (inputs in {})", crashes.display())
+                } else {
+                    String::new()
+                }
+            );
+            anyhow::ensure!(o.crashes == 0, "{} crashing inputs", o.crashes);
+            Ok(())
+        }
         Command::Manpage => {
             print!("{}", cli::manpage()?);
             Ok(())

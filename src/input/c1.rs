@@ -81,12 +81,18 @@ pub fn parse_registered_proof(name: &str) -> Result<RegisteredSealProof> {
 /// The largest C1 read: a 64GiB sector's is about 110 MB in the lotus-bench wrapper, so
 /// this leaves a margin of 4× while a file of another kind (or `/dev/zero`) is refused
 /// before it fills memory.
-pub(crate) const C1_MAX_BYTES: u64 = 512 << 20;
+pub const C1_MAX_BYTES: u64 = 512 << 20;
+
+/// [`read_c1_within`] the default limit, [`C1_MAX_BYTES`].
+pub fn read_c1(path: &Path) -> Result<C1> {
+    read_c1_within(path, C1_MAX_BYTES)
+}
 
 /// Reads and parses a C1 from `path`, or from standard input for `-`. Only a regular file
-/// is read (a FIFO or device would block or never end), and at most [`C1_MAX_BYTES`].
-pub fn read_c1(path: &Path) -> Result<C1> {
-    let bytes = read_input(path, C1_MAX_BYTES)?;
+/// is read (a FIFO or device would block or never end), and at most `limit` bytes
+/// (`--c1-max-size`).
+pub fn read_c1_within(path: &Path, limit: u64) -> Result<C1> {
+    let bytes = read_input(path, limit)?;
     let name = if path.as_os_str() == "-" {
         "C1 from standard input".to_owned()
     } else {
@@ -98,7 +104,13 @@ pub fn read_c1(path: &Path) -> Result<C1> {
 /// A C1's bytes: a regular file's, or standard input's, up to `limit`.
 fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;
-    let too_big = || anyhow!("larger than {} MiB: not a C1", limit >> 20);
+    let too_big = || {
+        let size = match limit >> 20 {
+            0 => format!("{limit} bytes"),
+            mib => format!("{mib} MiB"),
+        };
+        anyhow!("larger than {size}: not a C1 (--c1-max-size raises the limit)")
+    };
     if path.as_os_str() == "-" {
         let mut bytes = Vec::new();
         std::io::stdin()

@@ -210,7 +210,15 @@ pub(crate) fn parse_budget(s: &str) -> Result<Option<u64>> {
     if s == "auto" {
         return Ok(None);
     }
-    let bad = || anyhow::anyhow!("--memory-budget must be auto or a size such as 48GiB, got '{s}'");
+    parse_size("--memory-budget", s).map(Some).map_err(|_| {
+        anyhow::anyhow!("--memory-budget must be auto or a size such as 48GiB, got '{s}'")
+    })
+}
+
+/// A size flag's value: bytes, or a number with K, M, G or T (powers of 1024, an optional
+/// "iB" or "B"), e.g. 48GiB or 1.5G.
+pub(crate) fn parse_size(flag: &str, s: &str) -> Result<u64> {
+    let bad = || anyhow::anyhow!("{flag} must be a size such as 512MiB, got '{s}'");
     let t = s.trim();
     let digits = t
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -231,7 +239,7 @@ pub(crate) fn parse_budget(s: &str) -> Result<Option<u64>> {
     if !(1.0..1e19).contains(&bytes) {
         return Err(bad());
     }
-    Ok(Some(bytes as u64))
+    Ok(bytes as u64)
 }
 
 #[cfg(test)]

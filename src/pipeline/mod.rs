@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
-use crate::input::c1::{prover_id_from_miner, read_c1, sector_size_name, C1};
+use crate::input::c1::{prover_id_from_miner, read_c1_within, sector_size_name, C1};
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
@@ -260,7 +260,7 @@ fn prove_sector(
 
 /// The C1, read and checked against `--miner-id`/`--partition`; its partition count.
 fn read_input(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<(C1, usize)> {
-    let c1 = t.time("read C1", || read_c1(&cfg.c1))?;
+    let c1 = t.time("read C1", || read_c1_within(&cfg.c1, cfg.c1_max_bytes))?;
     let proof = c1.registered_proof;
     check_replica_id(cfg, &c1)?;
     let partitions = usize::from(proof.as_v1_config().partitions);

@@ -187,7 +187,10 @@ fn overlapped(
 ) -> Result<(Option<Arc<Pce>>, bool)> {
     use overlap_synth::{PceSource, Synthesis};
     let cfg = run.cfg;
-    let hint = cfg.presize.then(|| presize::hint_from_srs(run.srs));
+    let hint = cfg
+        .presize
+        .then(|| presize::hint_from_srs(run.srs))
+        .transpose()?;
     let how = match (cfg.pce, run.found) {
         (false, _) => Synthesis::Full(hint),
         (true, found) => Synthesis::Pce {
@@ -237,7 +240,10 @@ fn batched(
     t: &mut Timings,
 ) -> Result<(Option<Arc<Pce>>, bool)> {
     let cfg = run.cfg;
-    let hint = cfg.presize.then(|| presize::hint_from_srs(run.srs));
+    let hint = cfg
+        .presize
+        .then(|| presize::hint_from_srs(run.srs))
+        .transpose()?;
     let mut pce = None;
     let mut recorded = false;
     if let Some(path) = run.found {

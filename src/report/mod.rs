@@ -271,7 +271,7 @@ pub struct Failure {
 impl Failure {
     /// The one line printed and reported.
     pub fn message(&self) -> String {
-        format!("{:#}", self.error).replace('\n', " ")
+        one_line(&format!("{:#}", self.error))
     }
 
     pub fn info(&self) -> ErrorInfo {
@@ -281,6 +281,28 @@ impl Failure {
             message: self.message(),
         }
     }
+}
+
+/// The longest error line printed: a C1 or file can put any text into a message.
+const MAX_LINE: usize = 1000;
+
+/// An error chain as one safe terminal line: line breaks become spaces, other control
+/// characters (escape sequences, carriage returns) are shown escaped, and past
+/// [`MAX_LINE`] characters the rest is cut.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_LINE + 16));
+    for (n, c) in s.chars().enumerate() {
+        if n == MAX_LINE {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Unclassified errors are runtime faults.
@@ -301,5 +323,17 @@ pub(crate) trait Classify<T> {
 impl<T> Classify<T> for anyhow::Result<T> {
     fn kind(self, kind: ErrorKind) -> Result<T, Failure> {
         self.map_err(|error| Failure { kind, error })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_line_escapes_controls_and_cuts() {
+        assert_eq!(super::one_line("a\nb"), "a b");
+        assert_eq!(super::one_line("x\u{1b}[31my\rz"), "x\\u{1b}[31my\\rz");
+        let long = super::one_line(&"é".repeat(5000));
+        assert_eq!(long.chars().count(), super::MAX_LINE + 1);
+        assert!(long.ends_with('…'));
     }
 }

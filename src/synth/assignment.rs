@@ -20,6 +20,18 @@ pub struct Density {
     total: usize,
 }
 
+/// An empty vector with room for `n` elements, or an error naming the bytes.
+fn reserved<T>(n: usize) -> anyhow::Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        anyhow::anyhow!(
+            "cannot reserve {} bytes for --presize",
+            n.saturating_mul(std::mem::size_of::<T>())
+        )
+    })?;
+    Ok(v)
+}
+
 impl Density {
     pub fn with_capacity(bits: usize) -> Self {
         Self {
@@ -190,19 +202,28 @@ pub struct ProvingAssignment {
 }
 
 impl ProvingAssignment {
-    pub(crate) fn with_hint(hint: SizeHint) -> Self {
-        Self {
+    /// An empty assignment with room for `hint`'s counts; an error (not an abort) when the
+    /// memory cannot be reserved.
+    pub fn with_hint(hint: SizeHint) -> anyhow::Result<Self> {
+        let n = hint.constraints;
+        let mut pa = Self {
             abc: Abc::Evaluated {
-                a: Vec::with_capacity(hint.constraints),
-                b: Vec::with_capacity(hint.constraints),
-                c: Vec::with_capacity(hint.constraints),
+                a: reserved(n)?,
+                b: reserved(n)?,
+                c: reserved(n)?,
             },
-            input_assignment: Vec::with_capacity(hint.inputs),
-            aux_assignment: Vec::with_capacity(hint.aux),
-            a_aux_density: Density::with_capacity(hint.aux),
-            b_input_density: Density::with_capacity(hint.inputs),
-            b_aux_density: Density::with_capacity(hint.aux),
+            input_assignment: reserved(hint.inputs)?,
+            aux_assignment: reserved(hint.aux)?,
+            ..Self::default()
+        };
+        for (d, bits) in [
+            (&mut pa.a_aux_density, hint.aux),
+            (&mut pa.b_input_density, hint.inputs),
+            (&mut pa.b_aux_density, hint.aux),
+        ] {
+            d.words = reserved(bits.div_ceil(64))?;
         }
+        Ok(pa)
     }
 
     pub fn num_constraints(&self) -> usize {

@@ -16,7 +16,10 @@ use ff::Field;
 /// Synthesizes one circuit exactly as bellperson's prover does: the constant ONE input
 /// first, then the circuit, then one `input × 0 = 0` constraint per input.
 pub fn synthesize<C: Circuit<Fr>>(circuit: C, hint: Option<SizeHint>) -> Result<ProvingAssignment> {
-    let mut cs = hint.map(ProvingAssignment::with_hint).unwrap_or_default();
+    let mut cs = match hint {
+        Some(h) => ProvingAssignment::with_hint(h)?,
+        None => ProvingAssignment::default(),
+    };
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit
         .synthesize(&mut cs)

@@ -227,8 +227,9 @@ impl Pce {
             .position_first(|((a, b), c)| *a * b != *c);
         if let Some(row) = bad {
             bail!(
-                "the witness does not satisfy the pre-compiled constraint system at row {row} \
-                 of {} (a damaged or foreign --pce-cache file? delete it to record anew)",
+                "the C1's witness does not satisfy constraint {row} of {} of the recorded \
+                 circuit: the C1 is inconsistent in a way its check before synthesis does not \
+                 see, or the recording is not this circuit's",
                 a.len()
             );
         }
