@@ -13,6 +13,7 @@
 #                                  # compute-sanitizer)
 #   dev/gpu-session.sh bench   # bench-gpu and sppark-vs-cuzk up to 2^24
 #   dev/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
+#   dev/gpu-session.sh fuzz    # cuzk-dev fuzz, 1 M runs per reader ($FUZZ_RUNS)
 #   dev/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
 #   dev/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
 #                                     # dev/supraseal/supraseal-c2-bench.tar.gz)
@@ -114,6 +115,16 @@ bench)
     run bench-gpu-26 "$B/cuzk-dev" bench-gpu --min-log 26 --max-log 26 --g2-max-log 22 --runs 3
     [ -x "$B/sppark-vs-cuzk" ] &&
         run sppark "$B/sppark-vs-cuzk" --max-log 24 --runs 5 --pin --json "$OUT/sppark.json"
+    ;;
+fuzz) # the mutation campaigns: $FUZZ_RUNS (1 M) runs per reader on all cores (nice'd)
+    setup
+    P2=$(ls "$CUZK_TEST_PARAMS"/*032d3138*.params)
+    for t in c1 params pce; do
+        case $t in c1) IN=(--input testdata/2kib/c1.json) ;; params) IN=(--input "$P2") ;; *) IN=() ;; esac
+        run "fuzz-$t" nice -n 10 "$B/cuzk-dev" fuzz --target $t "${IN[@]}" --runs "${FUZZ_RUNS:-1000000}" \
+            --seed "${FUZZ_SEED:-2904}" --crashes "$OUT/fuzz-crashes"
+        tail -1 "$OUT/fuzz-$t.log" | tee -a "$OUT/summary.txt"
+    done
     ;;
 partition) # one synthetic 32GiB-shape partition (~2 min, most of it generating inputs)
     setup
@@ -229,5 +240,5 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     done
     ls -la "$D/proof.bin" >> "$OUT/summary.txt"
     ;;
-*) echo "usage: $0 pack|check|bench|partition|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
+*) echo "usage: $0 pack|check|bench|fuzz|partition|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
 esac

@@ -284,7 +284,11 @@ pub struct ProveArgs {
     #[arg(help_heading = "Diagnostics", long, value_enum, value_name = "PHASE")]
     pub stop_after: Option<Phase>,
 
-    /// Skip verifying the proof before writing it.
+    /// Skip verifying the proof before writing it. The C1 is still checked before
+    /// synthesis and the files' frames are still checked; what then goes unchecked is the
+    /// proof itself: a fault of the prover (GPU or host memory errors) or parameter points
+    /// past the verifying key that decode but are not in their subgroup would give an
+    /// invalid proof with exit status 0.
     #[arg(help_heading = "Output", long)]
     pub no_verify: bool,
 
