@@ -33,6 +33,8 @@
 #                                     # it); each proof checked with
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
+#   dev/gpu-session.sh full32-binab  # waits, then this build against an earlier one
+#                                     # (.gpu/old.tgz), alternated ($AB_RUNS pairs)
 #   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
 #                                     # cores; BENCH_WITNESS=0 skips it), the recording
 #                                     # run, and cached runs with --native-label off and on,
@@ -155,7 +157,7 @@ supraseal) # supraseal-c2 on the same C1s: dev/supraseal/build.sh makes the arch
         done
     done
     ;;
-full32-gen|full32-wait|full32-run|full32-native|full32-plain)
+full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     # The largest local disk holds the parameters (47 GB) and the PCE recording (9 GB).
     D=$(df --output=avail,target / /tmp /root "$PWD" 2>/dev/null | tail -n +2 | sort -n | tail -1 | awk '{print $2}')
     D=${D%/}/cuzk32
@@ -174,8 +176,28 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain)
     cp "$D/gen.log" "$OUT/gen-params-32g.log"
     if ! gen_done; then echo "gen-params 32GiB: still running" | tee -a "$OUT/summary.txt"; exit 0; fi
     echo "gen-params 32GiB: $(tail -1 "$D/gen.log")" | tee -a "$OUT/summary.txt"
-    [ "$1" = full32-run ] || [ "$1" = full32-native ] || [ "$1" = full32-plain ] || exit 0
+    [ "$1" = full32-run ] || [ "$1" = full32-native ] || [ "$1" = full32-plain ] ||
+        [ "$1" = full32-binab ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
+    if [ "$1" = full32-binab ]; then
+        # This build against an earlier one (.gpu/old.tgz: cuzk-prove-old), alternated,
+        # AB_RUNS pairs after one recording run each; each keeps its recording in a
+        # directory of its own (their file formats may differ). Every proof verified.
+        tar xzf .gpu/old.tgz -C "$B"
+        V=("$B/cuzk-dev" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
+        for i in 0 $(seq 1 "${AB_RUNS:-3}"); do
+            for b in new old; do
+                X="$B/cuzk-prove"; [ $b = old ] && X="$B/cuzk-prove-old"
+                mkdir -p "$D/pce-$b"
+                run "binab-$b-$i" "${TV[@]}" "$X" --c1 "$D/c1-32g.json" --param-cache "$D/p32" \
+                    --pce-cache "$D/pce-$b" -o "$D/proof.bin" --timings
+                run "verify-binab-$b-$i" "${V[@]}" "$D/proof.bin"
+                grep -E "Elapsed" "$OUT/binab-$b-$i.log" | sed "s/^/binab-$b-$i /" >> "$OUT/summary.txt"
+                rm -f "$D/proof.bin"
+            done
+        done
+        exit 0
+    fi
     if [ "$1" = full32-plain ]; then
         # As a user types it: no --pce-cache; the recording goes beside the parameters.
         P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" -o "$D/proof.bin" --timings)

@@ -43,7 +43,8 @@ pub enum Command {
         /// Registered seal proof instead of --sector-size, e.g. StackedDrg32GiBV1_1.
         #[arg(long, value_name = "NAME", conflicts_with = "sector_size")]
         proof: Option<String>,
-        /// Directory holding the parameters (names the recording after them).
+        /// Directory holding the parameters (the recording is named after them and made
+        /// for their verifying key: they must be there).
         #[arg(
             long,
             value_name = "DIR",

@@ -190,9 +190,13 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     // From its file, loaded by one task while the others generate witness parts.
     let dir = scratch("overlap-pce");
     let file = dir.join("recorded.pce");
-    recorded.save(&file, false).unwrap();
+    let id = pce::Identity {
+        vk_digest: "0123456789abcdef".repeat(2),
+        circuit: "the 2KiB circuit".into(),
+    };
+    recorded.save(&file, false, &id).unwrap();
     let how = Synthesis::Pce {
-        pce: PceSource::Load(file.clone()),
+        pce: PceSource::Load(file.clone(), id.clone()),
         defer: false,
         keep: None,
     };
@@ -200,18 +204,25 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     same(&parts, "PCE loaded");
     assert!(done.loaded.is_some() && done.recorded.is_none());
     assert_eq!(done.pce.unwrap().nnz(), recorded.nnz());
-    // A file that is no recording is never used: the circuit is recorded instead.
+    // A file that is no recording, or one for other parameters, is never used: the
+    // circuit is recorded instead.
     let junk = dir.join("junk.pce");
     std::fs::write(&junk, b"not a recording").unwrap();
-    let how = Synthesis::Pce {
-        pce: PceSource::Load(junk),
-        defer: false,
-        keep: None,
+    let other = pce::Identity {
+        vk_digest: "fedcba9876543210".repeat(2),
+        ..id.clone()
     };
-    let (parts, _, done) = schedule(&c, &todo, how, 3);
-    same(&parts, "PCE file damaged, recorded anew");
-    assert!(done.loaded.is_none() && done.recorded.is_some());
-    assert!(*done.pce.unwrap() == serial);
+    for source in [PceSource::Load(junk, id), PceSource::Load(file, other)] {
+        let how = Synthesis::Pce {
+            pce: source,
+            defer: false,
+            keep: None,
+        };
+        let (parts, _, done) = schedule(&c, &todo, how, 3);
+        same(&parts, "PCE file damaged or foreign, recorded anew");
+        assert!(done.loaded.is_none() && done.recorded.is_some());
+        assert!(*done.pce.unwrap() == serial);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 
     // From the recording: witnesses only, evaluated here or left to the backend.

@@ -1,7 +1,7 @@
 //! `--pce`: the recorded constraint system plus witness-only synthesis gives exactly the
 //! assignment of a full synthesis, survives a round trip through its cache file, refuses
-//! damaged or foreign recordings clearly, is recorded in parallel blocks equal to the
-//! serial recording, and proves end to end.
+//! damaged (one byte in any section) or foreign recordings clearly, is recorded in
+//! parallel blocks equal to the serial recording, and proves end to end.
 
 mod common;
 
@@ -65,8 +65,12 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
     // Through the file and back.
     let dir = scratch("pce-file");
     let path = dir.join("2k.pce");
-    pce2k.save(&path, false).unwrap();
-    let loaded = pce::Pce::load(&path).unwrap();
+    let id = pce::Identity {
+        vk_digest: "0123456789abcdef".repeat(2),
+        circuit: "the 2KiB circuit".into(),
+    };
+    pce2k.save(&path, false, &id).unwrap();
+    let loaded = pce::Pce::load(&path, &id).unwrap();
     assert!(loaded == pce2k, "the loaded recording differs");
 
     // A recording for another circuit is refused by shape.
@@ -80,33 +84,52 @@ fn pce_assignment_equals_full_synthesis_and_round_trips() {
     assert!(err.contains("a cache file for another circuit?"), "{err}");
     drop(pce8m);
 
-    // Damaged files: truncated, wrong magic, a changed coefficient index.
-    let bytes = std::fs::read(&path).unwrap();
-    let bad = dir.join("bad.pce");
-    std::fs::write(&bad, &bytes[..bytes.len() - 9]).unwrap();
-    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
+    damaged_files_are_refused(&path, &id);
+}
+
+/// Damaged copies of the recording at `path`: cut short, a wrong magic, an implausible
+/// header, one flipped byte in each section: refused by the load before use. Damage with
+/// its digest made anew (a wrong writer): loaded, refused by the evaluation.
+fn damaged_files_are_refused(path: &std::path::Path, id: &pce::Identity) {
+    let bytes = std::fs::read(path).unwrap();
+    let (_, sections) = pce::Pce::frame(path).unwrap();
+    let bad = path.with_file_name("bad.pce");
+    let refused = |b: &[u8]| {
+        std::fs::write(&bad, b).unwrap();
+        format!("{:#}", pce::Pce::load(&bad, id).unwrap_err())
+    };
+    let err = refused(&bytes[..bytes.len() - 9]);
     assert!(
-        err.contains("is unreadable (delete it to record anew)"),
+        err.starts_with("pre-compiled constraint system") && err.ends_with("(damaged)"),
         "{err}"
     );
-    // A header claiming 2^40 rows: refused before anything that size is allocated.
+    assert!(format!("{:#}", pce::Pce::probe(&bad, id).unwrap_err()).contains("cut short"));
+    // A header claiming 2^40 rows (the third of the four counts that end the header):
+    // refused before anything that size is allocated.
     let mut b = bytes.clone();
-    b[8 + 16..8 + 24].copy_from_slice(&(1u64 << 40).to_le_bytes());
-    std::fs::write(&bad, &b).unwrap();
-    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
-    assert!(err.contains("implausible header"), "{err}");
+    let end = sections[0].1.end as usize;
+    b[end - 16..end - 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    assert!(refused(&b).contains("implausible header"));
     let mut b = bytes.clone();
     b[0] ^= 1;
-    std::fs::write(&bad, &b).unwrap();
-    let err = format!("{:#}", pce::Pce::load(&bad).unwrap_err());
-    assert!(err.contains("not a cuzk-prove PCE file"), "{err}");
-    // The last 4 bytes are C's last coefficient index: point it at another coefficient.
+    assert!(refused(&b).contains("not a cuzk-prove PCE file"));
+    // One byte in the middle of each section after the header.
+    for (name, r) in &sections[1..] {
+        let mut b = bytes.clone();
+        b[((r.start + r.end) / 2) as usize] ^= 0x10;
+        let err = refused(&b);
+        assert!(err.contains("do not match their digest"), "{name}: {err}");
+    }
+    // The last coefficient index (before the digest) pointed at another coefficient, the
+    // digest made anew: the file loads, the evaluation refuses it.
     let mut b = bytes.clone();
-    let n = b.len();
-    let last = u32::from_le_bytes(b[n - 4..].try_into().unwrap());
-    b[n - 4..].copy_from_slice(&(if last == 0 { 1u32 } else { 0 }).to_le_bytes());
+    let n = b.len() - 32;
+    let last = u32::from_le_bytes(b[n - 4..n].try_into().unwrap());
+    b[n - 4..n].copy_from_slice(&(if last == 0 { 1u32 } else { 0 }).to_le_bytes());
+    let digest = blake3::hash(&b[..n]);
+    b[n..].copy_from_slice(digest.as_bytes());
     std::fs::write(&bad, &b).unwrap();
-    let damaged = pce::Pce::load(&bad).unwrap();
+    let damaged = pce::Pce::load(&bad, id).unwrap();
     let w = witness::witness(
         porep::<SectorShape2KiB>("testdata/2kib")
             .circuit(0)

@@ -1,7 +1,7 @@
 //! The plain command is the fast path: `cuzk-prove --c1 c1.json -o proof.bin` records the
 //! constraint system on its first run and keeps it beside the parameters (or where
 //! `--pce-cache` says), later runs load it; a place that cannot be written, a damaged
-//! file or two runs at once never cost the proof; a memory budget too small for one
+//! file (recorded anew, even with `--no-verify`) or two runs at once never cost the proof; a memory budget too small for one
 //! partition fails before any work; `cuzk-prove pce` records ahead the same file a
 //! proving run would.
 
@@ -79,7 +79,7 @@ fn the_first_run_records_beside_the_parameters_and_later_runs_load_it() {
     assert_eq!(r["pce"]["source"], "recorded");
     assert_eq!(r["pce"]["saved"], true);
     assert_eq!(r["pce"]["path"], recording(&dir).to_str().unwrap());
-    assert!(Pce::probe(&recording(&dir)).is_ok());
+    Pce::probe(&recording(&dir), &identity()).unwrap();
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(recording(&dir))
         .unwrap()
@@ -168,7 +168,7 @@ fn two_runs_at_once_on_an_empty_cache_both_prove_and_leave_one_recording() {
         .collect();
     assert_eq!(pce.len(), 1, "{pce:?}");
     assert!(temporaries(&dir).is_empty(), "{:?}", temporaries(&dir));
-    Pce::load(&recording(&dir)).unwrap();
+    Pce::load(&recording(&dir), &identity()).unwrap();
 }
 
 #[test]
@@ -216,6 +216,71 @@ fn a_recording_cut_short_is_never_used_and_is_replaced() {
         }
     }
     assert!(std::fs::read(recording(&dir)).unwrap() == good);
+}
+
+/// The audit's case: one bit of B's aux density moved within a word (its frame intact, its
+/// count of set bits and every row's a·b = c unchanged). Before the recording had a
+/// digest this loaded and, with `--no-verify`, wrote a proof that does not verify with
+/// exit status 0; now it is refused, recorded anew and replaced.
+#[test]
+fn a_damaged_recording_is_recorded_anew_even_without_verification() {
+    let dir = param_dir("plain-damaged");
+    let base = dir.parent().unwrap().to_path_buf();
+    let (out, json) = (base.join("proof.bin"), base.join("run.json"));
+    ok(&plain(&dir, &out, &[OsStr::new("--quiet")])
+        .output()
+        .unwrap());
+    let good = std::fs::read(recording(&dir)).unwrap();
+    let (id, sections) = Pce::frame(&recording(&dir)).unwrap();
+    assert_eq!(
+        id,
+        identity(),
+        "the run's recording is for its parameters and circuit"
+    );
+    let density = &sections.iter().find(|s| s.0 == "B aux density").unwrap().1;
+    // Past the length, before the last word (whose bits beyond the count must be 0): a
+    // word with a set and a clear bit, the two swapped.
+    let words = (density.start as usize + 8..density.end as usize - 8).step_by(8);
+    let (at, w) = words
+        .map(|at| (at, u64::from_le_bytes(good[at..at + 8].try_into().unwrap())))
+        .find(|(_, w)| *w != 0 && *w != u64::MAX)
+        .expect("a mixed density word");
+    let swapped = w ^ (1 << w.trailing_zeros()) ^ (1 << w.trailing_ones());
+    assert_eq!(swapped.count_ones(), w.count_ones());
+    let mut bad = good.clone();
+    bad[at..at + 8].copy_from_slice(&swapped.to_le_bytes());
+    for overlap in ["on", "off"] {
+        std::fs::write(recording(&dir), &bad).unwrap();
+        let o = plain(
+            &dir,
+            &out,
+            &[
+                OsStr::new("--no-verify"),
+                OsStr::new("--overlap-synth"),
+                OsStr::new(overlap),
+                OsStr::new("--json"),
+                json.as_os_str(),
+            ],
+        )
+        .output()
+        .unwrap();
+        let err = ok(&o);
+        assert!(
+            err.contains("do not match their digest (damaged)"),
+            "{overlap}: {err}"
+        );
+        let r = report(&json);
+        assert_eq!(r["verified"], false);
+        assert_eq!(r["pce"]["source"], "recorded", "{overlap}");
+        assert!(
+            verify_seal(&fixture_meta(), &std::fs::read(&out).unwrap()),
+            "{overlap}: the proof verifies"
+        );
+        assert!(
+            std::fs::read(recording(&dir)).unwrap() == good,
+            "{overlap}: replaced by a good one"
+        );
+    }
 }
 
 #[test]
@@ -292,7 +357,17 @@ fn the_pce_subcommand_records_ahead_what_a_run_would() {
     assert_eq!(report(&json)["pce"]["source"], "loaded");
 }
 
-use cuzk_prove::synth::pce::Pce;
+use cuzk_prove::synth::pce::{Identity, Pce};
+
+/// What the fixture's recording is for: the 2KiB parameters' verifying key (its digest as
+/// filecoin-proofs' parameters.json gives it: BLAKE2b-512 of the `.vk`, 32 hex digits) and
+/// the circuit.
+fn identity() -> Identity {
+    let vk = std::fs::read(params_file().with_extension("vk")).unwrap();
+    let digest = blake2b_simd::Params::new().hash(&vk).to_hex()[..32].to_owned();
+    let proof = cuzk_prove::input::c1::parse_registered_proof("StackedDrg2KiBV1_1").unwrap();
+    cuzk_prove::pipeline::pce_cache::identity(proof, digest).unwrap()
+}
 
 /// `$XDG_CACHE_HOME` names the user's cache (read in a child process: the environment
 /// is the process's); without it, `$HOME/.cache`; the parameters' directory comes first.

@@ -165,8 +165,8 @@ impl Base {
                     return false;
                 }
                 // Both readers on every input: the frame check is not a gate for the loader.
-                let probed = Pce::probe(file).is_ok();
-                let loaded = Pce::load(file).is_ok();
+                let probed = Pce::probe(file, &fuzz_identity()).is_ok();
+                let loaded = Pce::load(file, &fuzz_identity()).is_ok();
                 probed && loaded
             }
         }
@@ -323,8 +323,16 @@ fn compact_params(params: &Path) -> Result<Vec<u8>> {
 fn small_recording(dir: &Path) -> Result<Vec<u8>> {
     let (_, pce) = cuzk_prove::synth::pce::synthesize_recording(Chain(40))?;
     let path: PathBuf = dir.join("small.pce");
-    pce.save(&path, true)?;
+    pce.save(&path, true, &fuzz_identity())?;
     Ok(std::fs::read(&path)?)
+}
+
+/// The identity the small recording is saved under and read for.
+fn fuzz_identity() -> cuzk_prove::synth::pce::Identity {
+    cuzk_prove::synth::pce::Identity {
+        vk_digest: "0123456789abcdef0123456789abcdef".into(),
+        circuit: "fuzz chain".into(),
+    }
 }
 
 /// x, x², x³, … as a chain of multiplications, with one public input: a recording with

@@ -14,10 +14,12 @@ use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
 use crate::input::c1::{prover_id_from_miner, read_c1_within, sector_size_name, C1};
+use crate::input::params_digest;
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
 use crate::prove::{self, cpu::Cpu, Backend};
 use crate::report::{C1Info, Classify, ErrorKind, Failure, OutputInfo, PceInfo, Report, Timings};
+use crate::synth::pce::Identity;
 use crate::synthetic::{self};
 use crate::{output, verify};
 
@@ -174,7 +176,9 @@ fn prove_sector(
         return Ok(Vec::new());
     }
     let proof = c1.registered_proof;
-    let (params_path, srs) = parameters(cfg, proof, t, report)?;
+    let (params_path, srs, vk_digest) = parameters(cfg, proof, t, report)?;
+    // What a recording must be for to be used: these parameters and this circuit.
+    let pce_id = pce_cache::identity(proof, vk_digest)?;
     let c1_bytes = c1.file_bytes as u64;
     let circuits = build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
     if cfg.stop_after == Some(Phase::Srs) {
@@ -188,6 +192,7 @@ fn prove_sector(
         &srs,
         c1_bytes,
         &params_path,
+        &pce_id,
         circuits.todo.len(),
     )?;
     let found = cache.path.clone().filter(|_| cache.found);
@@ -198,7 +203,7 @@ fn prove_sector(
     }
     // A recording made in this run is saved on a thread of its own while the partitions
     // are proved (9 GB at 32GiB); a found file that failed to load is replaced.
-    let saver = Saver::new(cache.path.clone(), cache.replace || cache.found);
+    let saver = Saver::new(cache.path.clone(), cache.replace || cache.found, &pce_id);
     let run = schedule::Run {
         cfg,
         circuits: &*circuits.circuits,
@@ -207,6 +212,7 @@ fn prove_sector(
         backend,
         window: plan.window,
         found: found.as_deref(),
+        pce_id: &pce_id,
         defer,
         keep: &|p| saver.start(p),
     };
@@ -338,10 +344,11 @@ fn plan_run(
     srs: &Srs,
     c1_bytes: u64,
     params_path: &std::path::Path,
+    pce_id: &Identity,
     partitions: usize,
 ) -> Result<(PceCache, bool, memory_budget::Plan)> {
     let cache = match cfg.pce {
-        true => pce_cache::locate(cfg.pce_cache.as_deref(), params_path),
+        true => pce_cache::locate(cfg.pce_cache.as_deref(), params_path, pce_id),
         false => PceCache::default(),
     };
     for w in &cache.warnings {
@@ -414,8 +421,9 @@ fn plan_memory(
 
 /// `cuzk-prove pce`: records the constraint system of `proof`'s circuit where proving
 /// runs look for it (from a generated C1 of that sector size: the constraint system does
-/// not depend on the sector's data). Returns the file, or None when an intact one was
-/// there already (and `force` is off).
+/// not depend on the sector's data), for the parameters in `param_cache` (their verifying
+/// key is in the recording's identity). Returns the file, or None when an intact one for
+/// them was there already (and `force` is off).
 pub fn prepare_pce(
     proof: RegisteredSealProof,
     param_cache: &std::path::Path,
@@ -424,7 +432,11 @@ pub fn prepare_pce(
     quiet: bool,
 ) -> Result<Option<PathBuf>> {
     let params = cache_paths(proof, param_cache)?.params;
-    let cache = pce_cache::locate(pce_dir, &params);
+    let vk_digest = Srs::open(&params)
+        .map(|srs| params_digest::digest(srs.vk_bytes()))
+        .context("a recording is made for its parameters' verifying key (fetch them first)")?;
+    let id = pce_cache::identity(proof, vk_digest)?;
+    let cache = pce_cache::locate(pce_dir, &params, &id);
     for w in cache.warnings.iter().filter(|_| !quiet) {
         eprintln!("{w}");
     }
@@ -449,6 +461,6 @@ pub fn prepare_pce(
         pce.constraints(),
         pce.nnz()
     );
-    pce.save(&path, cache.replace || cache.found)?;
+    pce.save(&path, cache.replace || cache.found, &id)?;
     Ok(Some(path))
 }

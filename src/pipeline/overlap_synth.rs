@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 
 use crate::circuit::PartitionCircuits;
-use crate::synth::pce::{join_blocks, Block, Pce};
+use crate::synth::pce::{join_blocks, Block, Identity, Pce};
 use crate::synth::witness::Witness;
 use crate::synth::{ProvingAssignment, SizeHint};
 
@@ -50,8 +50,9 @@ pub(crate) type Keep<'a> = &'a (dyn Fn(Arc<Pce>) + Sync);
 /// Where the recording comes from.
 pub enum PceSource {
     Ready(Arc<Pce>),
-    /// Its cache file, loaded during synthesis (recorded instead if it fails to load).
-    Load(PathBuf),
+    /// Its cache file, loaded during synthesis if it is for this identity and intact
+    /// (recorded instead if it fails to load).
+    Load(PathBuf, Identity),
     /// Recorded from the first partition's circuit, in parallel blocks.
     Record,
 }
@@ -103,7 +104,7 @@ struct Shared<'a> {
     proved: Mutex<usize>,
     more: Condvar,
     abort: AtomicBool,
-    load: Option<PathBuf>,
+    load: Option<(PathBuf, Identity)>,
     loaded: Mutex<Option<Duration>>,
     /// The recording's blocks as they arrive, and how many are still to come.
     blocks: Mutex<(Vec<Option<Block>>, usize)>,
@@ -249,9 +250,9 @@ impl Shared<'_> {
                 }
             }
             Task::Load => {
-                let path = self.load.as_ref().expect("a load task has a path");
+                let (path, id) = self.load.as_ref().expect("a load task has a path");
                 let t0 = Instant::now();
-                match Pce::load(path) {
+                match Pce::load(path, id) {
                     Ok(pce) => {
                         *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(t0.elapsed());
                         self.publish(Arc::new(pce), scope);
@@ -317,9 +318,9 @@ pub fn run(
         Synthesis::Pce { pce, defer, keep } => {
             let (pce, load) = match pce {
                 PceSource::Ready(p) => (Some(p), None),
-                PceSource::Load(path) => {
+                PceSource::Load(path, id) => {
                     tasks.push_back((0, Task::Load));
-                    (None, Some(path))
+                    (None, Some((path, id)))
                 }
                 PceSource::Record => (None, None),
             };

@@ -81,16 +81,18 @@ fn locate_params(
     Ok(paths.params)
 }
 
-/// The parameters for `proof`: missing ones are their own failure (exit status 4); a
-/// file that does not match its key or the circuit is bad input.
+/// The parameters for `proof`, and their verifying key's digest (filecoin-proofs'
+/// digest of the `.vk`: what the recording is keyed by). Missing ones are their own
+/// failure (exit status 4); a file that does not match its key or the circuit is bad input.
 pub(super) fn parameters(
     cfg: &Config,
     proof: RegisteredSealProof,
     t: &mut Timings,
     report: &mut Report,
-) -> Result<(PathBuf, Arc<Srs>), Failure> {
+) -> Result<(PathBuf, Arc<Srs>, String), Failure> {
     let params_path = locate_params(cfg, proof, t)?;
     let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
+    let vk_digest = params_digest::digest(srs.vk_bytes());
     let key = key_status(proof, &srs, test_only);
     if key == KeyStatus::Unknown {
         report.warnings.push(unknown_key(proof, &srs));
@@ -112,7 +114,7 @@ pub(super) fn parameters(
         digest_verified: cfg.verify_params,
         sections: vec![srs.h, srs.l, srs.a, srs.b_g1, srs.b_g2],
     });
-    Ok((params_path, srs))
+    Ok((params_path, srs, vk_digest))
 }
 
 /// Whose key the parameters hold (production, TEST-ONLY, unknown: then a warning).

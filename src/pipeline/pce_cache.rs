@@ -1,14 +1,17 @@
 //! Where the recorded constraint system (`--pce`, on by default) is kept: looked up and
 //! kept beside the parameters when their directory is writable, else in the user's cache
 //! directory (`$XDG_CACHE_HOME/cuzk-prove`, `~/.cache/cuzk-prove`); `--pce-cache DIR`
-//! names the one directory to use. Settled before any heavy work: a damaged file is never
-//! used (it is recorded anew and replaced), and a place that cannot be written is a
-//! warning — the run still proves, verifies and writes its proof, and only later runs
-//! lose the recording.
+//! names the one directory to use. Settled before any heavy work: a damaged file, or one
+//! recorded for another circuit or other parameters ([`identity`]), is never used (it is
+//! recorded anew and replaced), and a place that cannot be written is a warning — the run
+//! still proves, verifies and writes its proof, and only later runs lose the recording.
 
 use std::path::{Path, PathBuf};
 
-use crate::synth::pce::Pce;
+use anyhow::{Context, Result};
+use filecoin_proofs_api::RegisteredSealProof;
+
+use crate::synth::pce::{Identity, Pce};
 
 /// The recording's file for this run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,6 +32,25 @@ pub(crate) struct PceCache {
 pub fn file_name(params: &Path) -> String {
     let stem = params.file_stem().unwrap_or_default().to_string_lossy();
     format!("{stem}.pce")
+}
+
+/// What a recording for `proof`'s circuit and the parameters whose verifying key has
+/// `vk_digest` (filecoin-proofs' digest of the `.vk`) must say it is for: that digest, and
+/// the circuit's version — its identifier (what names its parameters: the same for every
+/// registered proof that shares them) and the storage-proofs-porep version whose gadgets
+/// build its constraint system.
+pub fn identity(proof: RegisteredSealProof, vk_digest: String) -> Result<Identity> {
+    let circuit = proof
+        .circuit_identifier()
+        .context("cannot compute the circuit identifier")?;
+    Ok(Identity {
+        vk_digest,
+        circuit: format!(
+            "v{}-{circuit} (storage-proofs-porep {})",
+            storage_proofs_core::parameter_cache::VERSION,
+            env!("CUZK_DEP_STORAGE_PROOFS_POREP")
+        ),
+    })
 }
 
 /// The user's cache directory for recordings: `$XDG_CACHE_HOME/cuzk-prove`, else
@@ -74,12 +96,13 @@ pub(crate) fn writable(dir: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
 }
 
-/// Settles the recording's file among `dirs` for `name`: the first directory holding it
-/// intact; else the first holding it damaged (replaced there) or, with none, the first
-/// where `can_write` succeeds.
+/// Settles the recording's file among `dirs` for `name` and `id`: the first directory
+/// holding it intact; else the first holding it damaged or for another identity (replaced
+/// there) or, with none, the first where `can_write` succeeds.
 pub(crate) fn settle(
     dirs: &[PathBuf],
     name: &str,
+    id: &Identity,
     can_write: impl Fn(&Path) -> Result<(), String>,
 ) -> PceCache {
     let mut out = PceCache::default();
@@ -89,7 +112,7 @@ pub(crate) fn settle(
         if !f.exists() {
             continue;
         }
-        match Pce::probe(&f) {
+        match Pce::probe(&f, id) {
             Ok(()) => {
                 out.path = Some(f);
                 out.found = true;
@@ -126,13 +149,26 @@ pub(crate) fn settle(
 }
 
 /// [`settle`] in the real file system.
-pub(crate) fn locate(explicit: Option<&Path>, params: &Path) -> PceCache {
-    settle(&candidates(explicit, params), &file_name(params), writable)
+pub(crate) fn locate(explicit: Option<&Path>, params: &Path, id: &Identity) -> PceCache {
+    settle(
+        &candidates(explicit, params),
+        &file_name(params),
+        id,
+        writable,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn id() -> Identity {
+        identity(
+            RegisteredSealProof::StackedDrg2KiBV1_1,
+            "0123456789abcdef".repeat(2),
+        )
+        .unwrap()
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("cuzk-pce-cache-{name}-{}", std::process::id()));
@@ -148,10 +184,10 @@ mod tests {
         );
         let dirs = [p.clone(), u.clone()];
         // Both writable: beside the parameters.
-        let c = settle(&dirs, "x.pce", |_| Ok(()));
+        let c = settle(&dirs, "x.pce", &id(), |_| Ok(()));
         assert_eq!((c.path, c.found), (Some(p.join("x.pce")), false));
         // Parameters read-only (an operator's shared cache): the user's cache.
-        let c = settle(&dirs, "x.pce", |d| {
+        let c = settle(&dirs, "x.pce", &id(), |d| {
             if d == p {
                 Err("read-only".into())
             } else {
@@ -161,7 +197,9 @@ mod tests {
         assert_eq!(c.path, Some(u.join("x.pce")));
         assert!(c.warnings.is_empty());
         // Neither: not kept, one warning naming both reasons.
-        let c = settle(&dirs, "x.pce", |d| Err(format!("no {}", d.display())));
+        let c = settle(&dirs, "x.pce", &id(), |d| {
+            Err(format!("no {}", d.display()))
+        });
         assert_eq!(c.path, None);
         assert_eq!(c.warnings.len(), 1);
         assert!(
@@ -178,7 +216,7 @@ mod tests {
         std::fs::create_dir_all(&b).unwrap();
         // A file cut short in the first directory, none in the second.
         std::fs::write(a.join("x.pce"), b"CUZKPCE1\x01\x00").unwrap();
-        let c = settle(&[a.clone(), b.clone()], "x.pce", |_| Ok(()));
+        let c = settle(&[a.clone(), b.clone()], "x.pce", &id(), |_| Ok(()));
         assert_eq!(c.path, Some(a.join("x.pce")));
         assert!(!c.found && c.replace);
         assert!(c.warnings[0].contains("not used"), "{:?}", c.warnings);
@@ -186,11 +224,43 @@ mod tests {
         let pce =
             crate::synth::pce::join_blocks(vec![crate::synth::pce::tests_support_tiny_block()])
                 .unwrap();
-        pce.save(&b.join("x.pce"), false).unwrap();
-        let c = settle(&[a.clone(), b.clone()], "x.pce", |_| Ok(()));
+        pce.save(&b.join("x.pce"), false, &id()).unwrap();
+        let c = settle(&[a.clone(), b.clone()], "x.pce", &id(), |_| Ok(()));
         assert_eq!(c.path, Some(b.join("x.pce")));
         assert!(c.found && !c.replace);
+        // The same file for other parameters (another verifying key): replaced there.
+        let other = Identity {
+            vk_digest: "fedcba9876543210".repeat(2),
+            ..id()
+        };
+        let c = settle(std::slice::from_ref(&b), "x.pce", &other, |_| Ok(()));
+        assert_eq!(c.path, Some(b.join("x.pce")));
+        assert!(!c.found && c.replace);
+        assert!(
+            c.warnings[0].contains("recorded for another verifying key")
+                && c.warnings[0].ends_with("not used; the circuit is recorded anew"),
+            "{:?}",
+            c.warnings
+        );
         let _ = (std::fs::remove_dir_all(a), std::fs::remove_dir_all(b));
+    }
+
+    #[test]
+    fn the_identity_names_the_circuit_not_the_proof_version() {
+        let c = id().circuit;
+        assert!(
+            c.starts_with("v28-stacked-proof-of-replication-")
+                && c.ends_with(&format!(
+                    "(storage-proofs-porep {})",
+                    env!("CUZK_DEP_STORAGE_PROOFS_POREP")
+                )),
+            "{c}"
+        );
+        // V1 and V1_1 share their parameters (the same circuit), hence their recording.
+        let v1 = identity(RegisteredSealProof::StackedDrg2KiBV1, id().vk_digest).unwrap();
+        assert_eq!(v1, id());
+        let other = identity(RegisteredSealProof::StackedDrg8MiBV1_1, id().vk_digest).unwrap();
+        assert_ne!(other.circuit, c);
     }
 
     #[test]

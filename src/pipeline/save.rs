@@ -11,7 +11,7 @@ use anyhow::{anyhow, Result};
 use super::log;
 use crate::cli::Config;
 use crate::report::Timings;
-use crate::synth::pce::{Pce, Saved};
+use crate::synth::pce::{Identity, Pce, Saved};
 
 /// Waits for the recording's save, if one was started, and says how it went; whether it
 /// was kept.
@@ -40,19 +40,22 @@ pub(super) fn finish_save(
 /// What a recording's save did, and how long it took.
 type SaveOutcome = Result<(Saved, Duration)>;
 
-/// Saves a recording made in this run on a thread of its own; waited for at the end (or
-/// when dropped: a save is never cut short by the process's exit).
+/// Saves a recording made in this run, for the identity it was made for, on a thread of
+/// its own; waited for at the end (or when dropped: a save is never cut short by the
+/// process's exit).
 pub(super) struct Saver {
     path: Option<PathBuf>,
     replace: bool,
+    id: Identity,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<SaveOutcome>>>,
 }
 
 impl Saver {
-    pub(super) fn new(path: Option<PathBuf>, replace: bool) -> Self {
+    pub(super) fn new(path: Option<PathBuf>, replace: bool, id: &Identity) -> Self {
         Self {
             path,
             replace,
+            id: id.clone(),
             thread: Default::default(),
         }
     }
@@ -66,12 +69,12 @@ impl Saver {
         if slot.is_some() {
             return;
         }
-        let replace = self.replace;
+        let (replace, id) = (self.replace, self.id.clone());
         let spawned = std::thread::Builder::new()
             .name("pce-save".into())
             .spawn(move || {
                 let t0 = std::time::Instant::now();
-                p.save(&path, replace).map(|s| (s, t0.elapsed()))
+                p.save(&path, replace, &id).map(|s| (s, t0.elapsed()))
             });
         match spawned {
             Ok(h) => *slot = Some(h),

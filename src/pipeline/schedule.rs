@@ -22,7 +22,7 @@ use crate::input::srs::Srs;
 use crate::panics::{catch, SYNTHESIS};
 use crate::prove::{assemble, Backend, Randomness};
 use crate::report::Timings;
-use crate::synth::pce::Pce;
+use crate::synth::pce::{Identity, Pce};
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 
 /// What the stage needs: the run's settings and inputs, and its plan.
@@ -37,6 +37,8 @@ pub(crate) struct Run<'a> {
     pub window: usize,
     /// The recording's file, when one was found intact.
     pub found: Option<&'a Path>,
+    /// What the recording must be for: loaded only if its file says so.
+    pub pce_id: &'a Identity,
     /// A·w, B·w, C·w left to the backend.
     pub defer: bool,
     /// Handed a recording made in this run.
@@ -194,7 +196,9 @@ fn overlapped(
     let how = match (cfg.pce, run.found) {
         (false, _) => Synthesis::Full(hint),
         (true, found) => Synthesis::Pce {
-            pce: found.map_or(PceSource::Record, |p| PceSource::Load(p.to_path_buf())),
+            pce: found.map_or(PceSource::Record, |p| {
+                PceSource::Load(p.to_path_buf(), run.pce_id.clone())
+            }),
             defer: run.defer,
             keep: Some(run.keep),
         },
@@ -247,7 +251,7 @@ fn batched(
     let mut pce = None;
     let mut recorded = false;
     if let Some(path) = run.found {
-        match t.time("load PCE", || Pce::load(path)) {
+        match t.time("load PCE", || Pce::load(path, run.pce_id)) {
             Ok(p) => pce = Some(Arc::new(p)),
             Err(e) => log(
                 cfg,

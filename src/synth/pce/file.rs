@@ -1,7 +1,25 @@
-//! The recording's file: `CUZKPCE1`, four counts, the coefficient table, the three
-//! densities and the three CSR matrices, little-endian. Written through an unpredictable
-//! temporary file in the same directory, synced, then renamed into place (a reader never
-//! sees a partial file); read through a memory map, each array decoded by all threads.
+//! The recording's file, format 2, little-endian:
+//!
+//! | field | bytes |
+//! |---|---|
+//! | magic `CUZKPCE2` | 8 |
+//! | identity ([`Identity`]): the verifying key's digest, then the circuit's version, each a u64 length and UTF-8 (≤ 1 KiB) | 16 + … |
+//! | inputs, aux, rows, distinct coefficients | 4 × 8 |
+//! | the coefficient table | 32 each |
+//! | A's aux, B's input, B's aux densities: each its length, then its 64-bit words | … |
+//! | A, B, C: each its term count, row offsets (u64, rows + 1), columns, coefficient indices (u32) | … |
+//! | BLAKE3 of every byte before it | 32 |
+//!
+//! A recording is used only for the circuit and the parameters it was made for, and only
+//! intact: [`Pce::load`] refuses another identity, then hashes the whole file on all
+//! threads (BLAKE3's tree: the save's serial hash, in parallel) before decoding anything;
+//! the callers record anew and replace a refused file. A format-1 file (`CUZKPCE1`, no
+//! identity, no digest) is refused like a damaged one. [`Pce::probe`] checks the header
+//! and the frame in microseconds. Written through an unpredictable temporary file in the
+//! same directory, synced, then renamed into place (a reader never sees a partial file);
+//! read through a memory map, each array decoded by all threads.
+
+use std::ops::Range;
 
 use super::*;
 
@@ -13,20 +31,179 @@ pub enum Saved {
     AlreadyThere,
 }
 
-const MAGIC: &[u8; 8] = b"CUZKPCE1";
+/// What a recording belongs to, written in its header and checked whenever it is read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// filecoin-proofs' digest of the verifying key of the parameters it was recorded for
+    /// (`input::params_digest::digest`).
+    pub vk_digest: String,
+    /// The circuit's version: what built its constraint system
+    /// (`pipeline::pce_cache::identity`).
+    pub circuit: String,
+}
+
+impl Identity {
+    /// Fails, in one line, unless `found` (a file's) is this one.
+    fn check(&self, found: &Identity) -> Result<()> {
+        ensure!(
+            found.vk_digest == self.vk_digest,
+            "recorded for another verifying key (digest {}; these parameters' is {})",
+            found.vk_digest,
+            self.vk_digest
+        );
+        ensure!(
+            found.circuit == self.circuit,
+            "recorded for another circuit ({}; this run's is {})",
+            found.circuit,
+            self.circuit
+        );
+        Ok(())
+    }
+}
+
+/// One named byte range of a recording file ([`Pce::frame`]).
+pub type Section = (&'static str, Range<u64>);
+
+const MAGIC: &[u8; 8] = b"CUZKPCE2";
+/// Format 1: no identity, no digest.
+const MAGIC_V1: &[u8; 8] = b"CUZKPCE1";
+/// The longest identity field.
+const MAX_TEXT: usize = 1024;
+/// The longest header: magic, two identity fields, four counts.
+const HEADER_MAX: usize = 8 + 2 * (8 + MAX_TEXT) + 32;
+/// The BLAKE3 digest that ends the file.
+const DIGEST: usize = 32;
+
+/// The file's header: what it is for, and the counts that size its arrays.
+struct Header {
+    id: Identity,
+    inputs: u64,
+    aux: u64,
+    rows: u64,
+    ncoeffs: u64,
+    /// Its length in bytes: the arrays start there.
+    len: u64,
+}
+
+impl Header {
+    /// The header at the start of `bytes` (the file's first [`HEADER_MAX`] bytes, or all
+    /// of it), its counts held against the file's `size`: a damaged header gives an
+    /// error, never an allocation of that size.
+    fn parse(bytes: &[u8], size: u64) -> Result<Self> {
+        let mut f = Cursor(bytes);
+        let magic = f.take(8)?;
+        ensure!(
+            magic != MAGIC_V1,
+            "written by an older cuzk-prove (file format 1, without a digest)"
+        );
+        ensure!(
+            magic == MAGIC,
+            "not a cuzk-prove PCE file (or another version)"
+        );
+        let id = Identity {
+            vk_digest: f.text()?,
+            circuit: f.text()?,
+        };
+        let (inputs, aux, rows, ncoeffs) = (f.u64()?, f.u64()?, f.u64()?, f.u64()?);
+        let fits =
+            |count: u64, bytes_each: u64| count.checked_mul(bytes_each).is_some_and(|b| b <= size);
+        ensure!(
+            inputs < AUX as u64
+                && aux < AUX as u64
+                && fits(ncoeffs, 32)
+                && fits(rows.saturating_add(1), 24),
+            "implausible header"
+        );
+        let len = (bytes.len() - f.0.len()) as u64;
+        Ok(Self {
+            id,
+            inputs,
+            aux,
+            rows,
+            ncoeffs,
+            len,
+        })
+    }
+
+    /// The file's sections after this header, sized by its counts and by the density
+    /// lengths and term counts that `u64_at` reads; they must end exactly at `size`.
+    fn sections(&self, size: u64, u64_at: impl Fn(u64) -> Result<u64>) -> Result<Vec<Section>> {
+        let mut list = vec![("header", 0..self.len)];
+        let mut push = |name, len: u64| {
+            let at = list.last().map_or(0, |s: &Section| s.1.end);
+            list.push((name, at..at.saturating_add(len)));
+            at.saturating_add(len)
+        };
+        let mut at = push("coefficients", self.ncoeffs.saturating_mul(32));
+        for (name, len) in DENSITIES.into_iter().zip([self.aux, self.inputs, self.aux]) {
+            ensure!(u64_at(at)? == len, "implausible density length");
+            at = push(name, 8 + 8 * len.div_ceil(64));
+        }
+        for names in MATRICES {
+            let nnz = u64_at(at)?;
+            ensure!(nnz < size, "implausible term count");
+            push(names[0], 8 + 8 * (self.rows + 1));
+            push(names[1], 4 * nnz);
+            at = push(names[2], 4 * nnz);
+        }
+        at = push("digest", DIGEST as u64);
+        ensure!(
+            at == size,
+            "the file is {size} bytes, its counts say {at} (cut short or damaged)"
+        );
+        Ok(list)
+    }
+}
+
+const DENSITIES: [&str; 3] = ["A aux density", "B input density", "B aux density"];
+const MATRICES: [[&str; 3]; 3] = [
+    ["A row offsets", "A columns", "A coefficient indices"],
+    ["B row offsets", "B columns", "B coefficient indices"],
+    ["C row offsets", "C columns", "C coefficient indices"],
+];
+
+/// BLAKE3 of `bytes`, hashed by all threads of the current pool.
+fn digest(bytes: &[u8]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    h.update_rayon(bytes);
+    h.finalize()
+}
+
+/// A writer that hashes what it passes on (serially: the save has a thread of its own).
+struct Hashing<W> {
+    inner: W,
+    hash: blake3::Hasher,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(b)?;
+        self.hash.update(&b[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
 
 impl Pce {
-    /// Writes the recording to `path`: into a temporary file of unpredictable name in the
-    /// same directory (created exclusively, never through a planted link), synced, then
-    /// renamed into place and the directory synced. A reader never sees a partial file.
-    /// With `replace` false an existing file wins: two runs recording at once keep the
-    /// first one's file (the same bytes) and the loser's temporary file is removed.
-    pub fn save(&self, path: &Path, replace: bool) -> Result<Saved> {
+    /// Writes the recording for `id` to `path`, its digest last: into a temporary file of
+    /// unpredictable name in the same directory (created exclusively, never through a
+    /// planted link), synced, then renamed into place and the directory synced. A reader
+    /// never sees a partial file. With `replace` false an existing file wins: two runs
+    /// recording at once keep the first one's file (the same bytes) and the loser's
+    /// temporary file is removed.
+    pub fn save(&self, path: &Path, replace: bool, id: &Identity) -> Result<Saved> {
         let written = crate::output::write_file_atomic(path, replace, |tmp| {
-            let mut f = BufWriter::with_capacity(1 << 22, tmp.as_file_mut());
-            self.write_to(&mut f)?;
-            f.flush()?;
-            drop(f);
+            let hashing = Hashing {
+                inner: tmp.as_file_mut(),
+                hash: blake3::Hasher::new(),
+            };
+            let mut f = BufWriter::with_capacity(1 << 22, hashing);
+            self.write_to(&mut f, id)?;
+            let Hashing { inner, hash } = f.into_inner().map_err(|e| e.into_error())?;
+            inner.write_all(hash.finalize().as_bytes())?;
             // Readable by every user, as the parameters beside it are, whatever the umask.
             use std::os::unix::fs::PermissionsExt;
             tmp.as_file()
@@ -39,8 +216,18 @@ impl Pce {
         })
     }
 
-    fn write_to(&self, f: &mut impl Write) -> Result<()> {
+    /// Everything but the digest.
+    fn write_to(&self, f: &mut impl Write, id: &Identity) -> Result<()> {
         f.write_all(MAGIC)?;
+        for text in [&id.vk_digest, &id.circuit] {
+            ensure!(
+                text.len() <= MAX_TEXT,
+                "an identity field of {} bytes (at most {MAX_TEXT})",
+                text.len()
+            );
+            f.write_all(&(text.len() as u64).to_le_bytes())?;
+            f.write_all(text.as_bytes())?;
+        }
         for x in [self.inputs, self.aux, self.constraints(), self.coeffs.len()] {
             f.write_all(&(x as u64).to_le_bytes())?;
         }
@@ -64,58 +251,27 @@ impl Pce {
         Ok(())
     }
 
-    /// Checks a recording file's frame without reading its arrays: the magic, and a
-    /// length that is exactly what its counts say (a file cut short, or with bytes
-    /// appended, fails here in microseconds; the arrays are checked by [`Self::load`]).
-    pub fn probe(path: &Path) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        let check = || -> Result<()> {
-            ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
-            let file = std::fs::File::open(path)?;
-            let meta = file.metadata()?;
-            let size = meta.len();
-            let u64_at = |at: u64| -> Result<u64> {
-                let mut b = [0u8; 8];
-                file.read_exact_at(&mut b, at)
-                    .context("the file ends early")?;
-                Ok(u64::from_le_bytes(b))
-            };
-            let mut magic = [0u8; 8];
-            file.read_exact_at(&mut magic, 0)
-                .context("the file ends early")?;
-            ensure!(
-                &magic == MAGIC,
-                "not a cuzk-prove PCE file (or another version)"
-            );
-            let (inputs, aux, rows, ncoeffs) = (u64_at(8)?, u64_at(16)?, u64_at(24)?, u64_at(32)?);
-            ensure!(
-                inputs < AUX as u64 && aux < AUX as u64 && rows < size && ncoeffs < size,
-                "implausible header"
-            );
-            let mut at = 40 + 32 * ncoeffs;
-            for len in [aux, inputs, aux] {
-                ensure!(u64_at(at)? == len, "implausible density length");
-                at += 8 + 8 * len.div_ceil(64);
-            }
-            for _ in 0..3 {
-                let nnz = u64_at(at)?;
-                ensure!(nnz < size, "implausible term count");
-                at += 8 + 8 * (rows + 1) + 8 * nnz;
-            }
-            ensure!(
-                at == size,
-                "the file is {size} bytes, its counts say {at} (cut short or damaged)"
-            );
-            Ok(())
-        };
-        check().with_context(|| format!("pre-compiled constraint system {}", path.display()))
+    /// Checks a recording file's header and frame without reading its arrays: the magic,
+    /// the identity `id`, and a length that is exactly what its counts say (a file cut
+    /// short, with bytes appended or for another circuit fails here in microseconds; the
+    /// digest and the arrays are checked by [`Self::load`]).
+    pub fn probe(path: &Path, id: &Identity) -> Result<()> {
+        frame(path, Some(id)).map(drop)
     }
 
-    /// Reads a recording written by [`Self::save`]. The file is memory-mapped and each
-    /// array decoded by all threads of the current pool (a 32GiB recording is 9 GB: read
-    /// through one buffer it took 10.5 s on the H200 host, the whole run's first critical
-    /// step once witnesses became fast; docs/PERF.md, session 20).
-    pub fn load(path: &Path) -> Result<Self> {
+    /// A recording file's identity and named byte ranges, from its header and frame (as
+    /// [`Self::probe`] reads them, whatever the identity): for tests that damage one.
+    #[doc(hidden)]
+    pub fn frame(path: &Path) -> Result<(Identity, Vec<Section>)> {
+        frame(path, None)
+    }
+
+    /// Reads the recording for `id` that [`Self::save`] wrote. The file is memory-mapped,
+    /// its identity checked, the whole of it hashed and each array decoded by all threads
+    /// of the current pool (a 32GiB recording is 9 GB: read through one buffer it took
+    /// 10.5 s on the H200 host, the whole run's first critical step once witnesses became
+    /// fast; docs/PERF.md, session 20).
+    pub fn load(path: &Path, id: &Identity) -> Result<Self> {
         let read = || -> Result<Self> {
             ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
             let file = std::fs::File::open(path)?;
@@ -124,111 +280,82 @@ impl Pce {
             // checked against the mapping's length.
             let map = unsafe { memmap2::Mmap::map(&file)? };
             let _named = crate::signals::Mapped::register(&map, path);
-            let size = map.len() as u64;
-            // Every count read below is held against the file's size before anything of
-            // that size is allocated: a damaged header gives an error, not an abort.
-            let fits = |count: u64, bytes_each: u64| {
-                count.checked_mul(bytes_each).is_some_and(|b| b <= size)
-            };
-            let mut f = Cursor(&map[..]);
+            let h = Header::parse(&map[..], map.len() as u64)?;
+            id.check(&h.id)?;
+            let body = map
+                .len()
+                .checked_sub(DIGEST)
+                .filter(|&n| n as u64 >= h.len)
+                .context("the file ends early")?;
+            let (body, stored) = map.split_at(body);
             ensure!(
-                f.take(8)? == MAGIC,
-                "not a cuzk-prove PCE file (or another version)"
+                digest(body) == *stored,
+                "its bytes do not match their digest (damaged)"
             );
-            let h: Vec<u64> = f.array(4)?;
-            let (inputs, aux, rows, ncoeffs) = (h[0], h[1], h[2], h[3]);
-            ensure!(
-                aux < AUX as u64
-                    && inputs < AUX as u64
-                    && fits(ncoeffs, 32)
-                    && fits(rows.saturating_add(1), 24),
-                "implausible header"
-            );
-            let coeffs = f
-                .take(ncoeffs as usize * 32)?
-                .chunks_exact(32)
-                .map(|b| {
-                    let c: Option<Fr> = Fr::from_repr(b.try_into().expect("32 bytes")).into();
-                    c.context("a coefficient is not a field element")
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let mut densities = Vec::new();
-            for _ in 0..3 {
-                let len = f.u64()? as usize;
-                ensure!(
-                    len <= aux.max(inputs) as usize && fits(len as u64, 1),
-                    "implausible density length"
-                );
-                let words = f.array(len.div_ceil(64))?;
-                densities.push(Density::from_words(words, len)?);
-            }
-            let mut mats = Vec::new();
-            for _ in 0..3 {
-                let nnz = f.u64()? as usize;
-                ensure!(fits(nnz as u64, 8), "implausible term count");
-                let row_start: Vec<u64> = f.array(rows as usize + 1)?;
-                let cols: Vec<u32> = f.array(nnz)?;
-                let cidx: Vec<u32> = f.array(nnz)?;
-                ensure!(
-                    row_start[0] == 0
-                        && row_start.par_windows(2).all(|w| w[0] <= w[1])
-                        && row_start[rows as usize] == nnz as u64,
-                    "row offsets out of order"
-                );
-                ensure!(
-                    cols.par_iter().all(|&c| if c & AUX != 0 {
-                        ((c & !AUX) as u64) < aux
-                    } else {
-                        (c as u64) < inputs
-                    }),
-                    "a column is out of range"
-                );
-                ensure!(
-                    cidx.par_iter().all(|&c| (c as u64) < ncoeffs),
-                    "a coefficient index is out of range"
-                );
-                mats.push(Csr {
-                    row_start,
-                    cols,
-                    coeffs: cidx,
-                });
-            }
-            ensure!(f.0.is_empty(), "trailing bytes");
-            let (c, b, a) = (
-                mats.pop().unwrap(),
-                mats.pop().unwrap(),
-                mats.pop().unwrap(),
-            );
-            let (b_aux, b_in, a_aux) = (
-                densities.pop().unwrap(),
-                densities.pop().unwrap(),
-                densities.pop().unwrap(),
-            );
-            ensure!(
-                a_aux.len() == aux as usize
-                    && b_aux.len() == aux as usize
-                    && b_in.len() == inputs as usize,
-                "density lengths do not match the variable counts"
-            );
-            Ok(Self {
-                inputs: inputs as usize,
-                aux: aux as usize,
-                a,
-                b,
-                c,
-                coeffs,
-                a_aux_density: a_aux,
-                b_input_density: b_in,
-                b_aux_density: b_aux,
-            })
+            Self::decode(Cursor(&body[h.len as usize..]), &h)
         };
-        read().with_context(|| {
-            format!(
-                "pre-compiled constraint system {} is unreadable (delete it to record anew)",
-                path.display()
-            )
+        read().with_context(|| format!("pre-compiled constraint system {}", path.display()))
+    }
+
+    /// The arrays after header `h`, each decoded by all threads and checked (densities of
+    /// the variable counts, row offsets in order, columns and coefficient indices in
+    /// range): an intact file of a buggy writer still gives an error, not a panic.
+    fn decode(mut f: Cursor, h: &Header) -> Result<Self> {
+        let coeffs = f
+            .take(h.ncoeffs as usize * 32)?
+            .chunks_exact(32)
+            .map(|b| {
+                let c: Option<Fr> = Fr::from_repr(b.try_into().expect("32 bytes")).into();
+                c.context("a coefficient is not a field element")
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let a_aux_density = f.density(h.aux)?;
+        let b_input_density = f.density(h.inputs)?;
+        let b_aux_density = f.density(h.aux)?;
+        let a = f.csr(h)?;
+        let b = f.csr(h)?;
+        let c = f.csr(h)?;
+        ensure!(f.0.is_empty(), "trailing bytes");
+        Ok(Self {
+            inputs: h.inputs as usize,
+            aux: h.aux as usize,
+            a,
+            b,
+            c,
+            coeffs,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
         })
     }
+}
+
+/// The identity and frame of the file at `path` ([`Header::sections`]), its identity held
+/// against `id` when given.
+fn frame(path: &Path, id: Option<&Identity>) -> Result<(Identity, Vec<Section>)> {
+    use std::os::unix::fs::FileExt;
+    let check = || -> Result<(Identity, Vec<Section>)> {
+        // Before opening: a FIFO would block the open.
+        ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        let size = meta.len();
+        let mut head = vec![0u8; size.min(HEADER_MAX as u64) as usize];
+        file.read_exact_at(&mut head, 0)
+            .context("the file ends early")?;
+        let h = Header::parse(&head, size)?;
+        if let Some(id) = id {
+            id.check(&h.id)?;
+        }
+        let sections = h.sections(size, |at| {
+            let mut b = [0u8; 8];
+            file.read_exact_at(&mut b, at)
+                .context("the file ends early")?;
+            Ok(u64::from_le_bytes(b))
+        })?;
+        Ok((h.id, sections))
+    };
+    check().with_context(|| format!("pre-compiled constraint system {}", path.display()))
 }
 
 /// Fixed-width little-endian integers, for the file's arrays.
@@ -280,6 +407,14 @@ impl<'a> Cursor<'a> {
         Ok(u64::get(self.take(8)?))
     }
 
+    /// An identity field: its length, then UTF-8.
+    fn text(&mut self) -> Result<String> {
+        let n = self.u64()?;
+        ensure!(n <= MAX_TEXT as u64, "implausible header");
+        let bytes = self.take(n as usize)?.to_vec();
+        String::from_utf8(bytes).ok().context("implausible header")
+    }
+
     /// `n` little-endian values, decoded in parallel straight into the vector.
     fn array<T: Le + Send>(&mut self, n: usize) -> Result<Vec<T>> {
         let bytes = self.take(n.checked_mul(T::SIZE).context("implausible length")?)?;
@@ -287,4 +422,51 @@ impl<'a> Cursor<'a> {
         out.par_extend(bytes.par_chunks_exact(T::SIZE).map(T::get));
         Ok(out)
     }
+
+    /// A density over `len` variables: its length, then its words.
+    fn density(&mut self, len: u64) -> Result<Density> {
+        ensure!(
+            self.u64()? == len,
+            "density lengths do not match the variable counts"
+        );
+        let words = self.array(len.div_ceil(64) as usize)?;
+        Density::from_words(words, len as usize)
+    }
+
+    /// A matrix of `h.rows` rows: its term count, row offsets, columns and coefficient
+    /// indices, each checked.
+    fn csr(&mut self, h: &Header) -> Result<Csr> {
+        let nnz = self.u64()? as usize;
+        let rows = h.rows as usize;
+        let row_start: Vec<u64> = self.array(rows.checked_add(1).context("implausible header")?)?;
+        let cols: Vec<u32> = self.array(nnz)?;
+        let coeffs: Vec<u32> = self.array(nnz)?;
+        ensure!(
+            row_start[0] == 0
+                && row_start.par_windows(2).all(|w| w[0] <= w[1])
+                && row_start[rows] == nnz as u64,
+            "row offsets out of order"
+        );
+        ensure!(
+            cols.par_iter().all(|&c| if c & AUX != 0 {
+                ((c & !AUX) as u64) < h.aux
+            } else {
+                (c as u64) < h.inputs
+            }),
+            "a column is out of range"
+        );
+        ensure!(
+            coeffs.par_iter().all(|&c| (c as u64) < h.ncoeffs),
+            "a coefficient index is out of range"
+        );
+        Ok(Csr {
+            row_start,
+            cols,
+            coeffs,
+        })
+    }
 }
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

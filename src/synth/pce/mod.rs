@@ -10,9 +10,11 @@
 //! [`AUX`] set) and an index into a table of distinct coefficients (a handful: ±1, powers
 //! of two, a few constants), 8 bytes per term.
 //!
-//! A recording that does not belong to the circuit cannot produce a valid proof; the
-//! evaluation also checks a·b = c on every row, so a stale or damaged cache file fails
-//! with a clear error instead of a proof that does not verify.
+//! A recording that does not belong to the circuit cannot produce a valid proof: its file
+//! carries the identity of its circuit and parameters and a digest of its bytes, both
+//! checked before it is used (`file.rs`); the evaluation also checks a·b = c on every
+//! row, so a wrong recording fails with a clear error instead of a proof that does not
+//! verify.
 
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
@@ -32,7 +34,7 @@ mod file;
 mod join;
 mod record;
 
-pub use file::Saved;
+pub use file::{Identity, Saved, Section};
 pub(crate) use join::join_blocks;
 pub(crate) use record::record_block;
 pub use record::{synthesize_recording, Block};
