@@ -5,10 +5,11 @@
 // place, one thread per point, into the Montgomery affine form the MSM reads: the host
 // neither parses nor converts a single point.
 //
-// Each point is checked as blst's uncompressed deserialisation does, without the
-// subgroup check (as bellperson for mapped parameters): no compression or sort flag,
-// infinity only as all zeros, coordinates below p, on the curve y² = x³ + b. The first
-// bad index is reported.
+// Each point is checked as the host reader (Srs::points) and bellperson's parameter
+// reader do, without the subgroup check (as bellperson for mapped parameters): no
+// compression, sort or infinity flag (a parameter point at infinity is refused, as
+// bellperson refuses it), coordinates below p, on the curve y² = x³ + b. The first bad
+// index is reported.
 #pragma once
 #include <cstdint>
 
@@ -89,17 +90,10 @@ CUZK_UNROLL
         for (int k = 0; k < W; ++k) w[k] = bswap64(raw[k]);
         const uint64_t flags = w[0] >> 61;  // compression, infinity, sort
         w[0] &= 0x1fffffffffffffffull;
-        bool ok = (flags & 5) == 0;  // uncompressed, no sort flag
+        bool ok = flags == 0;  // uncompressed, not at infinity, no sort flag
         Affine<F> a{F::zero(), F::zero()};
-        if (flags & 2) {
-            uint64_t rest = 0;
-CUZK_UNROLL
-            for (int k = 0; k < W; ++k) rest |= w[k];
-            ok = ok && rest == 0;
-        } else {
-            ok = ok && Codec<F>::read(w, &a.x) && Codec<F>::read(w + Codec<F>::WORDS, &a.y);
-            ok = ok && eq(sqr(a.y), add(mul(sqr(a.x), a.x), Codec<F>::b()));
-        }
+        ok = ok && Codec<F>::read(w, &a.x) && Codec<F>::read(w + Codec<F>::WORDS, &a.y);
+        ok = ok && eq(sqr(a.y), add(mul(sqr(a.x), a.x), Codec<F>::b()));
         if (!ok) {
             mark_first(first_bad, i);
             a = {F::zero(), F::zero()};
