@@ -689,3 +689,34 @@ fn presize_with_absurd_counts_is_one_line() {
         "--presize: parameters",
     );
 }
+
+/// The verifying key's points must be plain uncompressed encodings: α at infinity, or a
+/// point whose first byte carries the compression flag, is refused in one line.
+#[test]
+fn a_verifying_key_at_infinity_or_flagged_is_refused() {
+    let p = edited_params("vk-alpha-inf", |f, _| {
+        let mut inf = vec![0u8; 96];
+        inf[0] = 0x40;
+        f.seek(SeekFrom::Start(0)).unwrap();
+        f.write_all(&inf).unwrap();
+    });
+    expect_error(
+        "vk-alpha-inf",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "alpha_g1 is not a plain uncompressed point",
+    );
+    let p = edited_params("vk-flag", |f, _| {
+        let mut b = [0u8; 1];
+        f.seek(SeekFrom::Start(96 + 96)).unwrap();
+        f.read_exact(&mut b).unwrap();
+        f.seek(SeekFrom::Start(96 + 96)).unwrap();
+        f.write_all(&[b[0] | 0x80]).unwrap();
+    });
+    expect_error(
+        "vk-flag",
+        &fixture_c1(),
+        &[OsStr::new("--params"), p.as_os_str()],
+        "beta_g2 is not a plain uncompressed point",
+    );
+}

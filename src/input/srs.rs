@@ -46,6 +46,36 @@ pub(crate) const G2_SIZE: usize = 192;
 /// alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
 const VK_FIXED: usize = 3 * G1_SIZE + 3 * G2_SIZE;
 
+/// The verifying key's points as the file stores them, before the decoder sees them: each
+/// uncompressed (no compression, infinity or sort flag on its first byte: the decoder
+/// would otherwise accept α at infinity, or a flagged encoding of a valid point).
+fn check_vk_encoding(vk: &[u8]) -> Result<()> {
+    let names = [
+        "alpha_g1", "beta_g1", "beta_g2", "gamma_g2", "delta_g1", "delta_g2",
+    ];
+    let sizes = [G1_SIZE, G1_SIZE, G2_SIZE, G2_SIZE, G1_SIZE, G2_SIZE];
+    let mut at = 0;
+    let fixed = names.iter().zip(sizes).map(|(n, s)| {
+        let p = (n.to_string(), at);
+        at += s;
+        p
+    });
+    let fixed: Vec<(String, usize)> = fixed.collect();
+    let ic = (VK_FIXED + 4..vk.len())
+        .step_by(G1_SIZE)
+        .enumerate()
+        .map(|(i, at)| (format!("ic point {i}"), at));
+    for (name, at) in fixed.into_iter().chain(ic) {
+        let flags = vk.get(at).copied().unwrap_or(0) & 0xe0;
+        ensure!(
+            flags == 0,
+            "{name} is not a plain uncompressed point (flags {flags:#04x}: compressed, at \
+             infinity or sorted)"
+        );
+    }
+    Ok(())
+}
+
 /// One section of points in the file.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Section {
@@ -131,6 +161,7 @@ impl Srs {
         };
 
         let ic = section("ic", VK_FIXED, G1_SIZE)?;
+        check_vk_encoding(&mmap[..ic.end()]).map_err(|e| bad(format!("verifying key: {e}")))?;
         let vk = VerifyingKey::<Bls12>::read(&mmap[..ic.end()])
             .map_err(|e| bad(format!("verifying key does not decode: {e}")))?;
         let h = section("h", ic.end(), G1_SIZE)?;
