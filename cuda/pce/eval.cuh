@@ -110,8 +110,9 @@ int pce_eval(Exec& ex, const PceSet& pce, const FrMont* inputs_host, size_t n_in
     CUZK_RC(ex.download(&got, first.ptr, 1));
     if (got != none) {
         snprintf(ex.err, ex.errlen,
-                 "the witness does not satisfy the pre-compiled constraint system at row %llu "
-                 "of %zu (a damaged or foreign --pce-cache file? delete it to record anew)",
+                 "the C1's witness does not satisfy constraint %llu of %zu of the recorded "
+                 "circuit: the C1 is inconsistent in a way its check before synthesis does "
+                 "not see, or the recording is not this circuit's",
                  got, pce.rows);
         return -1;
     }
