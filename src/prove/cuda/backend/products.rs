@@ -38,7 +38,26 @@ fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result
     )
 }
 
+/// Where a partition's H starts from: its recording on the device (`--pce-eval gpu`), or
+/// a, b, c on the host (as synthesis evaluated them, or from a recording too large for
+/// the GPU).
+enum HInput {
+    Device(Arc<DevicePce>),
+    Host([Vec<Fr>; 3]),
+}
+
 impl Cuda {
+    /// The one decision both proving orders take per partition: see [`HInput`].
+    fn h_input(&self, abc: Abc, p: &ProvingAssignment, t: &mut Timings) -> Result<HInput> {
+        Ok(match abc {
+            Abc::Evaluated { a, b, c } => HInput::Host([a, b, c]),
+            Abc::Deferred(pce) => match self.device_pce(&pce, t)? {
+                Some(d) => HInput::Device(d),
+                None => HInput::Host(host_evaluations(&pce, p, t)?),
+            },
+        })
+    }
+
     /// The recording `pce` on the device: uploaded on first use, then kept for the run.
     /// None when it does not fit beside what the NTT and the MSMs need (8.8 GB at 32GiB):
     /// the host evaluates instead ([`host_evaluations`]).
@@ -214,25 +233,21 @@ impl Cuda {
                 Ok(())
             };
             for (i, ((o, abc), p)) in out.iter_mut().zip(abc).zip(parts).enumerate() {
-                let abc = match abc {
-                    Abc::Evaluated { a, b, c } => [a, b, c],
-                    Abc::Deferred(pce) => match self.device_pce(&pce, t)? {
-                        Some(pce) => {
-                            // The next partition's aux assignment moves while this one's
-                            // MSMs run.
-                            let aux = self.aux_on_device(p, &mut ph)?;
-                            let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
-                            let after = parts.get(i + 1).or(next);
-                            self.beside_next_upload(after, &mut ph, |ph| {
-                                o.h =
-                                    ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
-                                drop(hd);
-                                witness(o, p, &aux, ph)
-                            })?;
-                            continue;
-                        }
-                        None => host_evaluations(&pce, p, t)?,
-                    },
+                let abc = match self.h_input(abc, p, t)? {
+                    HInput::Host(abc) => abc,
+                    HInput::Device(pce) => {
+                        // The next partition's aux assignment moves while this one's MSMs
+                        // run.
+                        let aux = self.aux_on_device(p, &mut ph)?;
+                        let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                        let after = parts.get(i + 1).or(next);
+                        self.beside_next_upload(after, &mut ph, |ph| {
+                            o.h = ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
+                            drop(hd);
+                            witness(o, p, &aux, ph)
+                        })?;
+                        continue;
+                    }
                 };
                 let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
                 let (hp, aux) = self.h_product(&h, abc, beside, &mut ph)?;
@@ -253,17 +268,14 @@ impl Cuda {
         // of a 32GiB proof's H at once would not fit beside the SRS).
         let pts = self.load(srs, &srs.h, g1, t)?;
         for ((o, abc), p) in out.iter_mut().zip(abc).zip(parts) {
-            let abc = match abc {
-                Abc::Evaluated { a, b, c } => [a, b, c],
-                Abc::Deferred(pce) => match self.device_pce(&pce, t)? {
-                    Some(pce) => {
-                        let aux = self.aux_on_device(p, &mut ph)?;
-                        let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
-                        o.h = ph.time(Phase::HMsm, |k| pts.msm_dev(0, &hd, self.h_msm(), k))?;
-                        continue;
-                    }
-                    None => host_evaluations(&pce, p, t)?,
-                },
+            let abc = match self.h_input(abc, p, t)? {
+                HInput::Host(abc) => abc,
+                HInput::Device(pce) => {
+                    let aux = self.aux_on_device(p, &mut ph)?;
+                    let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                    o.h = ph.time(Phase::HMsm, |k| pts.msm_dev(0, &hd, self.h_msm(), k))?;
+                    continue;
+                }
             };
             o.h = self.h_product(&pts, abc, None, &mut ph)?.0;
         }
