@@ -286,10 +286,11 @@ pub struct ProveArgs {
     pub stop_after: Option<Phase>,
 
     /// Skip verifying the proof before writing it. The C1 is still checked before
-    /// synthesis and the files' frames are still checked; what then goes unchecked is the
-    /// proof itself: a fault of the prover (GPU or host memory errors) or parameter points
-    /// past the verifying key that decode but are not in their subgroup would give an
-    /// invalid proof with exit status 0.
+    /// synthesis, the files' frames are still checked, and the proof's points are still
+    /// checked to be in their groups (so parameter points outside their subgroup still
+    /// fail the run); what then goes unchecked is the proof's validity: a fault of the
+    /// prover (GPU or host memory errors) or damaged parameter points past the verifying
+    /// key that still decode would give an invalid proof with exit status 0.
     #[arg(help_heading = "Output", long)]
     pub no_verify: bool,
 

@@ -720,3 +720,115 @@ fn a_verifying_key_at_infinity_or_flagged_is_refused() {
         "beta_g2 is not a plain uncompressed point",
     );
 }
+
+/// A full copy of the fixture's parameters (1.1 GB), for the tests whose run decodes
+/// points; the caller removes it.
+fn full_params_copy(name: &str) -> PathBuf {
+    let dst = scratch(&format!("{name}-params")).join("test.params");
+    std::fs::copy(params_file(), &dst).unwrap();
+    dst
+}
+
+/// A point of E(Fp) (y² = x³ + 4) outside G1, as a .params section stores it.
+fn point_outside_g1() -> [u8; 96] {
+    use blstrs::Fp;
+    use ff::Field;
+    let mut x = Fp::from(5u64);
+    let y = loop {
+        if let Some(y) = Option::<Fp>::from((x.square() * x + Fp::from(4u64)).sqrt()) {
+            break y;
+        }
+        x += Fp::ONE;
+    };
+    let p = blstrs::G1Affine::from_raw_unchecked(x, y, false);
+    assert!(bool::from(p.is_on_curve()) && !bool::from(p.is_torsion_free()));
+    let mut raw = [0u8; 96];
+    raw[..48].copy_from_slice(&x.to_bytes_be());
+    raw[48..].copy_from_slice(&y.to_bytes_be());
+    raw
+}
+
+/// Parameters whose points decode (flags, range, curve) but are not all in their
+/// subgroup: no decoder checks that (it would cost more than the proof), but the proof's
+/// own points are always checked, so even `--no-verify` writes nothing; exit 1.
+/// Then the same file truncated while the proof runs (after synthesis has started, before
+/// the points are read): one line naming the file, exit 1, not a silent SIGBUS.
+#[test]
+fn points_outside_their_subgroup_and_a_truncation_mid_proof() {
+    let params = full_params_copy("subgroup");
+    let (h_at, _, _) = counts(&mut std::fs::File::open(&params).unwrap())[1];
+    let mut f = std::fs::OpenOptions::new().write(true).open(&params).unwrap();
+    f.seek(SeekFrom::Start(h_at + 4)).unwrap();
+    f.write_all(&point_outside_g1()).unwrap();
+    drop(f);
+    // The fixture's recording fits these parameters (the same verifying key): loaded, not
+    // made again.
+    let pce_cache = param_cache().as_os_str();
+    expect_error(
+        "subgroup",
+        &fixture_c1(),
+        &[
+            OsStr::new("--device"),
+            OsStr::new("cpu"),
+            OsStr::new("--params"),
+            params.as_os_str(),
+            OsStr::new("--pce-cache"),
+            pce_cache,
+            OsStr::new("--no-verify"),
+            OsStr::new("--quiet"),
+        ],
+        "the proof of partition 0 has its point C outside its subgroup",
+    );
+
+    // The truncation: the prover's log says when the memory is planned, which comes after
+    // the parameters' header and the verifying key are read and before synthesis; the
+    // CPU backend reads the points after synthesis.
+    let dir = scratch("trunc-mid-proof");
+    let out = dir.join("proof.bin");
+    let mut child = std::process::Command::new(BIN)
+        .args([OsStr::new("--c1"), fixture_c1().as_os_str()])
+        .args([OsStr::new("-o"), out.as_os_str()])
+        .args([OsStr::new("--params"), params.as_os_str()])
+        .args([OsStr::new("--pce-cache"), pce_cache])
+        .args(["--device", "cpu", "--quiet"])
+        .env("RUST_LOG", "cuzk_prove=info")
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(n > 0, "the prover ended before planning its memory: {log}");
+        log.push_str(&line);
+        if line.contains("memory plan") {
+            break;
+        }
+    }
+    // At a page boundary: every byte past it faults (the bytes after the end of a file in
+    // its last page would read as zeros, and be refused as a point that does not decode).
+    let len = std::fs::metadata(&params).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&params)
+        .unwrap()
+        .set_len((len / 2) & !4095)
+        .unwrap();
+    stderr.read_to_string(&mut log).unwrap();
+    let status = child.wait().unwrap();
+    std::fs::remove_file(&params).unwrap();
+    assert_eq!(status.code(), Some(1), "status {status:?}: {log}");
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("cuzk-prove: error: "))
+        .collect();
+    let want = format!("{} changed or was truncated while in use", params.display());
+    assert!(
+        errors.len() == 1 && errors[0].contains(&want),
+        "expected one line naming the file: {log}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(!out.exists(), "output left behind");
+}

@@ -246,6 +246,16 @@ pub enum Command {
         #[arg(long, value_name = "DIR", default_value = "fuzz-crashes")]
         crashes: PathBuf,
     },
+    /// Time a full subgroup check of a parameters file: every point (or the first N of
+    /// each section) decoded with the checked decoder on all threads.
+    #[command(name = "subgroup-check")]
+    SubgroupCheck {
+        #[arg(long, value_name = "FILE")]
+        params: PathBuf,
+        /// Check only the first N points of each section (the rest estimated).
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+    },
     /// Print cuzk-prove's man page (roff), generated from its clap definition.
     #[command(name = "manpage")]
     Manpage,

@@ -7,4 +7,5 @@ pub mod bench;
 pub mod cli;
 pub mod fuzz;
 pub mod seal;
+pub mod subgroup;
 pub mod test_params;

@@ -236,6 +236,21 @@ fn real_main(cli: Cli) -> Result<()> {
             anyhow::ensure!(o.crashes == 0, "{} crashing inputs", o.crashes);
             Ok(())
         }
+        Command::SubgroupCheck { params, sample } => {
+            let rows = cuzk_dev::subgroup::run(&params, sample)?;
+            let threads = rayon::current_num_threads();
+            println!("section  points      checked     seconds  whole section (s, {threads} threads)");
+            let mut total = 0.0;
+            for r in &rows {
+                println!(
+                    "{:<8} {:<11} {:<11} {:<8.3} {:.3}",
+                    r.section, r.points, r.checked, r.seconds, r.whole_seconds
+                );
+                total += r.whole_seconds;
+            }
+            println!("all sections: {total:.3} s; every checked point is in its subgroup");
+            Ok(())
+        }
         Command::Manpage => {
             print!("{}", cli::manpage()?);
             Ok(())

@@ -240,6 +240,8 @@ fn prove_sector(
         return Ok(Vec::new());
     }
 
+    // Always, --no-verify too: a proof with a point outside its group is never written.
+    t.time("check proof points", || verify::check_subgroups(&proved.proofs))?;
     if cfg.verify {
         t.time("verify", || {
             verify::verify(&srs.vk, &proved.proofs, &circuits.inputs)
