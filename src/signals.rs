@@ -15,7 +15,7 @@
 //! (unpredictable names, never a file the prover looks for), only left on disk.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
 use anyhow::{Context, Result};
@@ -138,17 +138,42 @@ impl Drop for Mapped {
     }
 }
 
+/// Installs [`on_sigbus`] with sigaction(2) directly, replacing the standard library's
+/// handler rather than chaining to it (as signal-hook's registry would): that handler,
+/// finding a fault outside a stack guard page, resets SIGBUS to its default action for the
+/// whole process and returns, so a second thread faulting at once (the decoders read the
+/// map on every core) was killed by the signal before the first could exit with its line.
+/// The standard library's stack-overflow report on Linux comes from SIGSEGV, kept as is.
 fn install_sigbus() -> Result<()> {
-    // SAFETY: the handler only reads atomics and calls write(2) and _exit(2), both
-    // async-signal-safe.
+    // SAFETY: a zeroed sigaction is valid; the handler only reads atomics and calls
+    // write(2), pause(2) and _exit(2), all async-signal-safe.
     unsafe {
-        signal_hook_registry::register_sigaction(signal_hook::consts::SIGBUS, on_sigbus)
-            .context("cannot install the SIGBUS handler")?;
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = sigbus_handler as *const () as libc::sighandler_t;
+        sa.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error()).context("cannot install the SIGBUS handler");
+        }
     }
     Ok(())
 }
 
+extern "C" fn sigbus_handler(_: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo with SA_SIGINFO.
+    on_sigbus(unsafe { &*info })
+}
+
+/// Set by the first faulting thread: the others wait for its exit (one line, status 1).
+static FAULTED: AtomicBool = AtomicBool::new(false);
+
 fn on_sigbus(info: &libc::siginfo_t) {
+    if FAULTED.swap(true, Ordering::AcqRel) {
+        loop {
+            // SAFETY: async-signal-safe; the first thread's _exit ends this one.
+            unsafe { libc::pause() };
+        }
+    }
     const GENERIC: &[u8] = b"cuzk-prove: error: a read of a memory-mapped file failed \
         (SIGBUS): a file in use was truncated or changed\n";
     // SAFETY: si_addr is valid for SIGBUS.
