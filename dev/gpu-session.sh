@@ -33,6 +33,9 @@
 #                                     # it); each proof checked with
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
+#                                     # AB_ENV=NAME: a developers' knob NAME=1 and =0
+#                                     # alternated the same way. TIMELINE=1 logs at info
+#                                     # level (millisecond timestamps) in every run.
 #   dev/gpu-session.sh full32-binab  # waits, then this build against an earlier one
 #                                     # (.gpu/old.tgz), alternated ($AB_RUNS pairs)
 #   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
@@ -179,6 +182,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     [ "$1" = full32-run ] || [ "$1" = full32-native ] || [ "$1" = full32-plain ] ||
         [ "$1" = full32-binab ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
+    [ "${TIMELINE:-0}" = 1 ] && export RUST_LOG=cuzk_prove=info
     if [ "$1" = full32-binab ]; then
         # This build against an earlier one (.gpu/old.tgz: cuzk-prove-old), alternated,
         # AB_RUNS pairs after one recording run each; each keeps its recording in a
@@ -216,6 +220,18 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
                     run "full32-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --$AB_FLAG $o \
                         --json "$OUT/ab-$o-$i.json"
                     run "verify-$AB_FLAG-$o-$i" "${V[@]}" "$D/proof.bin"
+                    rm -f "$D/proof.bin"
+                done
+            done
+        fi
+        # The same for a developers' environment knob: AB_ENV=NAME runs NAME=1 and NAME=0.
+        if [ -n "${AB_ENV:-}" ]; then
+            for i in $(seq 1 "${AB_RUNS:-3}"); do
+                for o in 1 0; do
+                    run "full32-$AB_ENV-$o-$i" env "$AB_ENV=$o" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" \
+                        --json "$OUT/ab-env-$o-$i.json"
+                    run "verify-$AB_ENV-$o-$i" "${V[@]}" "$D/proof.bin"
+                    grep -E "Elapsed" "$OUT/full32-$AB_ENV-$o-$i.log" | sed "s/^/$AB_ENV=$o $i /" >> "$OUT/summary.txt"
                     rm -f "$D/proof.bin"
                 done
             done

@@ -33,6 +33,7 @@ mod schedule;
 use params::parameters;
 use save::{finish_save, Saver};
 
+use overlap_synth::PendingLoad;
 use pce_cache::PceCache;
 
 /// `--overlap-synth`'s default window with `--pce` (`--max-circuits`; the memory planner
@@ -180,26 +181,36 @@ fn prove_sector(
     // What a recording must be for to be used: these parameters and this circuit.
     let pce_id = pce_cache::identity(proof, vk_digest)?;
     let c1_bytes = c1.file_bytes as u64;
-    let circuits = build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
     if cfg.stop_after == Some(Phase::Srs) {
+        build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
         return Ok(Vec::new());
     }
 
     // --pce: where the recording is found or kept, and what this run holds in memory.
-    let (cache, defer, plan) = plan_run(
-        cfg,
-        backend,
-        &srs,
-        c1_bytes,
-        &params_path,
-        &pce_id,
-        circuits.todo.len(),
-    )?;
-    let found = cache.path.clone().filter(|_| cache.found);
+    let todo = if cfg.partition.is_some() { 1 } else { partitions };
+    let (cache, defer, plan) =
+        plan_run(cfg, backend, &srs, c1_bytes, &params_path, &pce_id, todo)?;
     log::info!("memory plan: {plan:?}");
     report.memory_plan = Some(plan);
-    if cfg.stop_after != Some(Phase::Synth) {
-        backend.prefetch(&srs)?;
+    // The slow inputs start now, beside the C1's check: the SRS's upload to the GPU and
+    // the recording's load (at 32GiB 4 s and 3 s, which the first partition waits for).
+    // CUZK_EARLY_INPUTS=0: after it, as before (for comparison).
+    let start_inputs = || -> Result<Option<PendingLoad>> {
+        if cfg.stop_after != Some(Phase::Synth) {
+            backend.prefetch(&srs)?;
+        }
+        cache
+            .path
+            .clone()
+            .filter(|_| cache.found)
+            .map(|p| PendingLoad::start(p, pce_id.clone()))
+            .transpose()
+    };
+    let early = std::env::var("CUZK_EARLY_INPUTS").map_or(true, |v| v != "0");
+    let mut found = if early { start_inputs()? } else { None };
+    let circuits = build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
+    if !early {
+        found = start_inputs()?;
     }
     // A recording made in this run is saved on a thread of its own while the partitions
     // are proved (9 GB at 32GiB); a found file that failed to load is replaced.
@@ -211,8 +222,7 @@ fn prove_sector(
         srs: &srs,
         backend,
         window: plan.window,
-        found: found.as_deref(),
-        pce_id: &pce_id,
+        found: found.as_ref(),
         defer,
         keep: &|p| saver.start(p),
     };

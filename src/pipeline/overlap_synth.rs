@@ -38,7 +38,7 @@ pub enum Synthesis<'a> {
     /// to the backend; `keep` is handed a recording made here as soon as it is joined
     /// (the caller saves it while the partitions are proved).
     Pce {
-        pce: PceSource,
+        pce: PceSource<'a>,
         defer: bool,
         keep: Option<Keep<'a>>,
     },
@@ -48,13 +48,59 @@ pub enum Synthesis<'a> {
 pub(crate) type Keep<'a> = &'a (dyn Fn(Arc<Pce>) + Sync);
 
 /// Where the recording comes from.
-pub enum PceSource {
+pub enum PceSource<'a> {
     Ready(Arc<Pce>),
     /// Its cache file, loaded during synthesis if it is for this identity and intact
     /// (recorded instead if it fails to load).
     Load(PathBuf, Identity),
+    /// The same, its load started earlier by the caller.
+    Loading(&'a PendingLoad),
     /// Recorded from the first partition's circuit, in parallel blocks.
     Record,
+}
+
+/// A recording's load on a thread of its own (its parallel parts on the global pool),
+/// started as soon as its file is known: the pipeline starts it before the C1's check,
+/// beside the SRS upload, so that the first partition no longer waits for all of it
+/// after synthesis starts. The synthesis task that hands the recording over waits for it.
+pub struct PendingLoad {
+    rx: Mutex<Option<mpsc::Receiver<Loaded>>>,
+}
+
+/// A load's outcome and how long it took.
+type Loaded = (Result<Pce>, Duration);
+
+impl PendingLoad {
+    pub fn start(path: PathBuf, id: Identity) -> Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("pce-load".into())
+            .spawn(move || {
+                let t0 = Instant::now();
+                let r = std::panic::catch_unwind(|| Pce::load(&path, &id)).unwrap_or_else(|p| {
+                    Err(anyhow!(
+                        "loading {} panicked: {}",
+                        path.display(),
+                        crate::panics::message(&p)
+                    ))
+                });
+                let _ = tx.send((r, t0.elapsed())); // no receiver: the run has stopped
+            })
+            .context("cannot start the recording's load")?;
+        Ok(Self {
+            rx: Mutex::new(Some(rx)),
+        })
+    }
+
+    /// The loaded recording (once) and how long its load took.
+    pub fn wait(&self) -> Loaded {
+        let rx = self.rx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match rx.map(|rx| rx.recv()) {
+            Some(Ok(done)) => done,
+            Some(Err(_)) => (Err(anyhow!("the recording's load stopped")), Duration::ZERO),
+            None => (Err(anyhow!("the recording was taken already")), Duration::ZERO),
+        }
+    }
 }
 
 /// What the run measured, and the recording it used.
@@ -81,6 +127,12 @@ enum Task {
     Part(usize),
 }
 
+/// The recording's load: started by the caller, or here.
+enum Loading<'a> {
+    Caller(&'a PendingLoad),
+    Here(PendingLoad),
+}
+
 /// One partition's witness parts as they arrive.
 struct Slot {
     parts: Vec<Option<Witness>>,
@@ -104,7 +156,7 @@ struct Shared<'a> {
     proved: Mutex<usize>,
     more: Condvar,
     abort: AtomicBool,
-    load: Option<(PathBuf, Identity)>,
+    load: Option<Loading<'a>>,
     loaded: Mutex<Option<Duration>>,
     /// The recording's blocks as they arrive, and how many are still to come.
     blocks: Mutex<(Vec<Option<Block>>, usize)>,
@@ -123,6 +175,8 @@ impl Shared<'_> {
     fn deliver(&self, pos: usize, r: Result<ProvingAssignment>) {
         if r.is_err() {
             self.stop();
+        } else {
+            log::info!("partition {} synthesized", self.todo[pos]);
         }
         if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
             let _ = tx.send((pos, r)); // the receiver is gone only when the run stopped
@@ -250,11 +304,14 @@ impl Shared<'_> {
                 }
             }
             Task::Load => {
-                let (path, id) = self.load.as_ref().expect("a load task has a path");
-                let t0 = Instant::now();
-                match Pce::load(path, id) {
+                let (loaded, took) = match self.load.as_ref().expect("a load task has a load") {
+                    Loading::Caller(p) => p.wait(),
+                    Loading::Here(p) => p.wait(),
+                };
+                match loaded {
                     Ok(pce) => {
-                        *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(t0.elapsed());
+                        log::info!("recording loaded in {:.3} s", took.as_secs_f64());
+                        *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(took);
                         self.publish(Arc::new(pce), scope);
                     }
                     // Never used: recorded anew, and the caller replaces the file.
@@ -297,10 +354,10 @@ impl Shared<'_> {
 /// position in `todo`, in the order they are completed (`todo`'s order but for ties), and
 /// the partition handed over next when it is already complete (so that the prover can
 /// move its inputs ahead). Stops at the first error, of synthesis or of `prove`.
-pub fn run(
-    circuits: &dyn PartitionCircuits,
-    todo: &[usize],
-    synthesis: Synthesis<'_>,
+pub fn run<'a>(
+    circuits: &'a dyn PartitionCircuits,
+    todo: &'a [usize],
+    synthesis: Synthesis<'a>,
     window: usize,
     pool: &rayon::ThreadPool,
     mut prove: impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()>,
@@ -320,7 +377,11 @@ pub fn run(
                 PceSource::Ready(p) => (Some(p), None),
                 PceSource::Load(path, id) => {
                     tasks.push_back((0, Task::Load));
-                    (None, Some((path, id)))
+                    (None, Some(Loading::Here(PendingLoad::start(path, id)?)))
+                }
+                PceSource::Loading(p) => {
+                    tasks.push_back((0, Task::Load));
+                    (None, Some(Loading::Caller(p)))
                 }
                 PceSource::Record => (None, None),
             };
@@ -439,7 +500,11 @@ fn hand_over(
                     Some((_, Ok(n))) => Some(n),
                     _ => None,
                 };
-                prove(pos, pa, next)
+                // The timeline (RUST_LOG=cuzk_prove=info, millisecond timestamps).
+                log::info!("proving partition {} (next ready: {})", shared.todo[pos], next.is_some());
+                prove(pos, pa, next)?;
+                log::info!("proved partition {}", shared.todo[pos]);
+                Ok(())
             }),
             Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
         };

@@ -4,7 +4,6 @@
 //! and handed to the caller's `keep` to be saved. Each partition is checked against the
 //! parameters before it is proved.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{OsRng, SeedableRng};
 use rayon::prelude::*;
 
+use super::overlap_synth::PendingLoad;
 use super::{log, overlap_synth};
 use crate::circuit::PartitionCircuits;
 use crate::cli::{Config, Phase};
@@ -22,7 +22,7 @@ use crate::input::srs::Srs;
 use crate::panics::{catch, SYNTHESIS};
 use crate::prove::{assemble, Backend, Randomness};
 use crate::report::Timings;
-use crate::synth::pce::{Identity, Pce};
+use crate::synth::pce::Pce;
 use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
 
 /// What the stage needs: the run's settings and inputs, and its plan.
@@ -35,10 +35,9 @@ pub(crate) struct Run<'a> {
     pub backend: &'a dyn Backend,
     /// Partitions in flight (the memory plan's).
     pub window: usize,
-    /// The recording's file, when one was found intact.
-    pub found: Option<&'a Path>,
-    /// What the recording must be for: loaded only if its file says so.
-    pub pce_id: &'a Identity,
+    /// The recording's load, when its file was found intact (started by the caller; it
+    /// checks the file's identity and digest).
+    pub found: Option<&'a PendingLoad>,
     /// A·w, B·w, C·w left to the backend.
     pub defer: bool,
     /// Handed a recording made in this run.
@@ -196,9 +195,7 @@ fn overlapped(
     let how = match (cfg.pce, run.found) {
         (false, _) => Synthesis::Full(hint),
         (true, found) => Synthesis::Pce {
-            pce: found.map_or(PceSource::Record, |p| {
-                PceSource::Load(p.to_path_buf(), run.pce_id.clone())
-            }),
+            pce: found.map_or(PceSource::Record, PceSource::Loading),
             defer: run.defer,
             keep: Some(run.keep),
         },
@@ -250,8 +247,10 @@ fn batched(
         .transpose()?;
     let mut pce = None;
     let mut recorded = false;
-    if let Some(path) = run.found {
-        match t.time("load PCE", || Pce::load(path, run.pce_id)) {
+    if let Some(pending) = run.found {
+        let (loaded, took) = pending.wait();
+        t.add("load PCE", took);
+        match loaded {
             Ok(p) => pce = Some(Arc::new(p)),
             Err(e) => log(
                 cfg,

@@ -27,6 +27,7 @@ mod products;
 mod resident;
 mod upload_ahead;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -102,6 +103,9 @@ pub struct Cuda {
     pce_dev: Mutex<Option<Arc<DevicePce>>>,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
+    /// Set when the backend is dropped: a prefetch still uploading stops at its next
+    /// section (a run that fails early, on a bad C1, then ends at once).
+    cancel: Arc<AtomicBool>,
     /// Whether there is a usable GPU, settled by a probe that runs on a helper thread
     /// from the backend's creation (see [`Cuda::new`]).
     probe: Arc<Probe>,
@@ -135,6 +139,7 @@ impl Cuda {
             device: OnceLock::new(),
             pce_dev: Default::default(),
             resident: Default::default(),
+            cancel: Default::default(),
             probe: Probe::start(fallback, gpu, lock_gpu, quiet),
         }
     }
@@ -171,6 +176,7 @@ type CpuBG2 = Result<(Vec<G2Projective>, Duration, Duration)>;
 /// SRS upload thread: exiting while it is inside the CUDA runtime could crash the exit.
 impl Drop for Cuda {
     fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
         let state = self.resident.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Prefetch::Loading(handle) = std::mem::take(state) {
             let _ = handle.join();
@@ -193,15 +199,16 @@ impl Backend for Cuda {
         if self.srs_decode != SrsDecode::Gpu {
             return Ok(());
         }
-        let (srs, probe, pin, g2) = (
+        let (srs, probe, pin, g2, cancel) = (
             srs.clone(),
             self.probe.clone(),
             self.pin,
             self.b_g2 == BG2::Gpu,
+            self.cancel.clone(),
         );
         let handle = std::thread::Builder::new()
             .name("srs-upload".into())
-            .spawn(move || Resident::prefetch(&srs, &probe, pin, g2))?;
+            .spawn(move || Resident::prefetch(&srs, &probe, pin, g2, &cancel))?;
         *self.resident.lock().unwrap_or_else(|e| e.into_inner()) = Prefetch::Loading(handle);
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! too small, each section loaded for its MSMs (decoded on the device, or on the host
 //! cores with `--srs-decode cpu`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -55,31 +56,53 @@ pub struct Prefetched {
 const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
 
 impl Resident {
-    fn load(srs: &Srs, pin: bool, g2: bool) -> Result<Self> {
-        fn decode<P: GpuAffine>(srs: &Srs, s: &Section, pin: bool) -> Result<DevicePoints<P>> {
-            DevicePoints::decode(srs.section_bytes(s), pin).map_err(|e| {
-                anyhow::anyhow!(
-                    "parameters {}: section '{}': {e:#}",
-                    srs.path.display(),
-                    s.name
-                )
-            })
-        }
+    /// Every section, in the order the MSMs use them; stops (with an error no one sees)
+    /// before the next section once `cancel` is set.
+    fn load(srs: &Srs, pin: bool, g2: bool, cancel: &AtomicBool) -> Result<Self> {
+        let decode = |s: &Section| {
+            anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
+            decode_section(srs, s, pin)
+        };
         let r = Resident {
-            h: decode(srs, &srs.h, pin)?,
-            l: decode(srs, &srs.l, pin)?,
-            a: decode(srs, &srs.a, pin)?,
-            b_g1: decode(srs, &srs.b_g1, pin)?,
-            b_g2: g2.then(|| decode(srs, &srs.b_g2, pin)).transpose()?,
+            h: decode(&srs.h)?,
+            l: decode(&srs.l)?,
+            a: decode(&srs.a)?,
+            b_g1: decode(&srs.b_g1)?,
+            b_g2: match g2 {
+                true => {
+                    anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
+                    Some(decode_section(srs, &srs.b_g2, pin)?)
+                }
+                false => None,
+            },
         };
         Ok(r)
     }
+}
 
+/// One section uploaded and decoded on the device, an error naming file and section.
+fn decode_section<P: GpuAffine>(srs: &Srs, s: &Section, pin: bool) -> Result<DevicePoints<P>> {
+    DevicePoints::decode(srs.section_bytes(s), pin).map_err(|e| {
+        anyhow::anyhow!(
+            "parameters {}: section '{}': {e:#}",
+            srs.path.display(),
+            s.name
+        )
+    })
+}
+
+impl Resident {
     /// Runs on the prefetch thread, during synthesis: the probe's answer and the CUDA
     /// context first (0.10–0.12 s each on the H200, which a single-shot prover would
     /// otherwise pay before or after synthesis), then the sections if they fit beside the
     /// MSMs' scratch. Nothing without a GPU (`--device auto` then proves on the CPU).
-    pub(super) fn prefetch(srs: &Srs, probe: &Probe, pin: bool, g2: bool) -> Result<Prefetched> {
+    pub(super) fn prefetch(
+        srs: &Srs,
+        probe: &Probe,
+        pin: bool,
+        g2: bool,
+        cancel: &AtomicBool,
+    ) -> Result<Prefetched> {
         let t0 = Instant::now();
         if !probe.claim(false)? {
             return Ok(Prefetched {
@@ -111,7 +134,9 @@ impl Resident {
             });
         }
         let t1 = Instant::now();
-        let resident = Some(Self::load(srs, pin, g2)?);
+        log::info!("SRS upload starts");
+        let resident = Some(Self::load(srs, pin, g2, cancel)?);
+        log::info!("SRS resident on the GPU ({:.3} s)", t1.elapsed().as_secs_f64());
         srs.release_pages();
         Ok(Prefetched {
             resident,
