@@ -34,6 +34,9 @@
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
 #                                     # AB_ENV=NAME: a developers' knob NAME=1 and =0
+#                                     # (KEEP_PCE=1 keeps an earlier call's recording,
+#                                     # SMALL=0 skips 2KiB/8MiB, SUBGROUP_SAMPLE=N times
+#                                     # subgroup-check on N points a section)
 #                                     # alternated the same way. TIMELINE=1 logs at info
 #                                     # level (millisecond timestamps) in every run.
 #   dev/gpu-session.sh full32-binab  # waits, then this build against an earlier one
@@ -206,7 +209,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
         # As a user types it: no --pce-cache; the recording goes beside the parameters.
         P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" -o "$D/proof.bin" --timings)
         V=("$B/cuzk-dev" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
-        rm -f "$D/p32/"*.pce
+        [ "${KEEP_PCE:-0}" = 1 ] || rm -f "$D/p32/"*.pce
         for i in ${FULL32_RUNS:-1 2 3}; do
             run "full32-plain-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/plain-$i.json"
             run "verify-plain-$i" "${V[@]}" "$D/proof.bin"
@@ -241,6 +244,9 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
             run verify-budget48 "${V[@]}" "$D/proof.bin"
         fi
         ls -la "$D/p32" >> "$OUT/summary.txt"
+        [ -n "${SUBGROUP_SAMPLE:-}" ] && run subgroup-32g "$B/cuzk-dev" subgroup-check \
+            --params "$(ls "$D/p32/"*.params)" --sample "$SUBGROUP_SAMPLE"
+        [ "${SMALL:-1}" = 1 ] || exit 0
         setup
         for sz in 2kib 8mib; do
             rm -f "$CUZK_TEST_PARAMS/"*.pce
