@@ -364,11 +364,6 @@ pub struct Config {
     /// Test-only: derive r, s from this seed instead of the OS (never from the CLI).
     #[serde(skip)]
     pub rng_seed: Option<u64>,
-    /// The process ends when the run does (the binary's runs, not a library caller's):
-    /// the run's large state (SRS map and device copy, recording, circuits) is left to
-    /// the exit instead of being freed piece by piece (seconds at 32GiB).
-    #[serde(skip)]
-    pub single_shot: bool,
 }
 
 impl Config {
@@ -410,7 +405,6 @@ impl Config {
             json: None,
             quiet: false,
             rng_seed: None,
-            single_shot: false,
         }
     }
 }
@@ -488,7 +482,6 @@ impl TryFrom<ProveArgs> for Config {
             json: a.json,
             quiet: a.quiet,
             rng_seed: None,
-            single_shot: false,
         })
     }
 }
@@ -509,7 +502,6 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_GATHER", "Developers: 1/0 forces the zero-copy gather of page-locked points on/off (default: from 2^21 points)."),
     ("CUZK_NTT_TWIST_LOG", "Developers: the largest NTT with a whole twist table, 2^N (default: 27 where it fits in 1/32 of the device)."),
     ("CUZK_EARLY_INPUTS", "Developers: 0 starts the SRS upload and the recording's load after the C1's check, not beside it (for comparison)."),
-    ("CUZK_FAST_EXIT", "Developers: 0 frees the run's state before exiting (for comparison; default: the exit frees it)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
 

@@ -23,14 +23,8 @@ fn main() -> ExitCode {
     if cli.command.is_none() {
         let json = cli.prove.json.clone();
         return match Config::try_from(cli.prove) {
-            Ok(mut cfg) => {
-                cfg.single_shot = std::env::var("CUZK_FAST_EXIT").map_or(true, |v| v != "0");
-                let single_shot = cfg.single_shot;
+            Ok(cfg) => {
                 let run = std::panic::catch_unwind(|| prove(cfg));
-                if let (true, Ok(code)) = (single_shot, &run) {
-                    fast_exit(*code);
-                }
-                let run = run.map(ExitCode::from);
                 run.unwrap_or_else(|p| {
                     let msg = cuzk_prove::panics::message(&p);
                     eprintln!("cuzk-prove: error: internal error: {msg}");
@@ -104,7 +98,7 @@ fn real_main(cli: Cli) -> Result<()> {
 
 /// A proving run: the proof written, the timing table and the JSON report (on failure
 /// too, with `error`); the exit status by the failure's class.
-fn prove(cfg: Config) -> u8 {
+fn prove(cfg: Config) -> ExitCode {
     let memory = PeakMemory::start();
     let mut t = Timings::new(!cfg.quiet);
     let mut report = Report::default();
@@ -140,20 +134,7 @@ fn prove(cfg: Config) -> u8 {
             eprintln!("wrote {} bytes to {to}", out.bytes);
         }
     }
-    code as u8
-}
-
-/// Ends a single-shot run at once: standard output flushed, then _exit(2), which skips
-/// the CUDA runtime's teardown at exit (its context, the resident SRS's device memory) and
-/// every destructor; the kernel releases all of it. Everything the run writes is already
-/// synced and renamed into place, and the recording's save was waited for.
-fn fast_exit(code: u8) -> ! {
-    use std::io::Write;
-    log::info!("exiting");
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: _exit(2) ends the process; nothing after it runs.
-    unsafe { libc::_exit(code as i32) }
+    ExitCode::from(code as u8)
 }
 
 /// `--json FILE|-`: the report, pretty JSON and a final newline.

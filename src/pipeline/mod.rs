@@ -152,10 +152,6 @@ pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Ve
     // The backend's name waits for the GPU probe: asked for once the run is over.
     report.backend = Some(backend.name());
     report.gpu = backend.device();
-    if cfg.single_shot && proved.is_ok() {
-        // Its device memory (the SRS, the recording, the pools) goes with the process.
-        std::mem::forget(backend);
-    }
     proved
 }
 
@@ -276,10 +272,6 @@ fn prove_sector(
     let saved = finish_save(cfg, &saver, cache.path.as_deref(), t);
     if let Some(p) = report.pce.as_mut() {
         p.saved = saved;
-    }
-    if cfg.single_shot {
-        // The exit frees them (the map, the recording's 9 GB, the circuits) at once.
-        std::mem::forget((srs, circuits, proved.pce, found));
     }
     Ok(bytes)
 }
