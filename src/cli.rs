@@ -502,6 +502,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_GATHER", "Developers: 1/0 forces the zero-copy gather of page-locked points on/off (default: from 2^21 points)."),
     ("CUZK_NTT_TWIST_LOG", "Developers: the largest NTT with a whole twist table, 2^N (default: 27 where it fits in 1/32 of the device)."),
     ("CUZK_EARLY_INPUTS", "Developers: 0 starts the SRS upload and the recording's load after the C1's check, not beside it (for comparison)."),
+    ("CUZK_BACKGROUND_FREE", "Developers: 0 frees each proved partition's assignment on the prover's thread, not beside it (for comparison)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
 
