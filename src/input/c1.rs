@@ -101,6 +101,66 @@ pub fn read_c1_within(path: &Path, limit: u64) -> Result<C1> {
     parse_c1(&bytes).context(name)
 }
 
+/// A C1 being parsed on a thread of its own, its proof type already read from its head:
+/// the pipeline maps that type's parameters and starts their upload to the GPU while the
+/// rest is parsed (0.4–0.7 s at 32GiB).
+pub struct Reading {
+    pub registered_proof: RegisteredSealProof,
+    parse: std::thread::JoinHandle<Result<C1>>,
+}
+
+impl Reading {
+    /// Reads `path` as [`read_c1_within`] does and parses its head; the typed parse goes
+    /// on beside the caller until [`Reading::finish`]. A head that does not parse fails
+    /// here, with the same words the whole parse would use.
+    pub fn start(path: &Path, limit: u64) -> Result<Self> {
+        let bytes = read_input(path, limit)?;
+        let name = if path.as_os_str() == "-" {
+            "C1 from standard input".to_owned()
+        } else {
+            format!("C1 file {}", path.display())
+        };
+        let registered_proof = proof_of(&bytes).with_context(|| name.clone())?;
+        let parse = std::thread::Builder::new()
+            .name("c1-parse".into())
+            .spawn(move || parse_c1(&bytes).context(name))
+            .context("cannot start the C1's parse")?;
+        Ok(Self {
+            registered_proof,
+            parse,
+        })
+    }
+
+    /// The parsed C1 (its proof type the head's).
+    pub fn finish(self) -> Result<C1> {
+        self.parse
+            .join()
+            .map_err(|p| anyhow!("the C1's parse panicked: {}", crate::panics::message(&p)))?
+    }
+}
+
+/// The registered proof a C1 names, from its head alone (the wrapper's Phase1Out decoded).
+fn proof_of(bytes: &[u8]) -> Result<RegisteredSealProof> {
+    let outer = head(bytes, "not valid JSON")?;
+    let name = match outer.phase1_out {
+        Some(p1) => {
+            let b64 = p1
+                .as_str()
+                .ok_or_else(|| anyhow!("Phase1Out is not a string"))?;
+            let inner = base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| anyhow!("Phase1Out is not valid base64: {e}"))?;
+            head(&inner, "Phase1Out does not hold valid JSON")?.registered_proof
+        }
+        None => outer.registered_proof,
+    };
+    let name = name
+        .as_ref()
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("the C1 has no \"registered_proof\" string"))?;
+    parse_registered_proof(name)
+}
+
 /// A C1's bytes: a regular file's, or standard input's, up to `limit`.
 fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>> {
     use std::io::Read;

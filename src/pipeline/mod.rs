@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
 use crate::cli::{Config, Device, Phase};
-use crate::input::c1::{prover_id_from_miner, read_c1_within, sector_size_name, C1};
+use crate::input::c1::{prover_id_from_miner, sector_size_name, Reading, C1};
 use crate::input::params_digest;
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
@@ -172,12 +172,29 @@ fn prove_sector(
     t: &mut Timings,
     report: &mut Report,
 ) -> Result<Vec<u8>, Failure> {
-    let (c1, partitions) = read_input(cfg, t, report).kind(ErrorKind::BadInput)?;
+    // The C1's proof type from its head; the rest is parsed beside the parameters' map
+    // and the start of their upload to the GPU (the first partition waits for it).
+    let reading = t
+        .time("read C1", || Reading::start(&cfg.c1, cfg.c1_max_bytes))
+        .kind(ErrorKind::BadInput)?;
     if cfg.stop_after == Some(Phase::Parse) {
+        read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
         return Ok(Vec::new());
     }
-    let proof = c1.registered_proof;
-    let (params_path, srs, vk_digest) = parameters(cfg, proof, t, report)?;
+    let proof = reading.registered_proof;
+    // CUZK_EARLY_INPUTS=0: the SRS upload and the recording's load start after the C1's
+    // check instead, as before (for comparison).
+    let early = std::env::var("CUZK_EARLY_INPUTS").map_or(true, |v| v != "0");
+    let upload = !matches!(cfg.stop_after, Some(Phase::Srs) | Some(Phase::Synth));
+    let mapped = (early && upload)
+        .then(|| params::map_early(cfg, proof))
+        .flatten();
+    if let Some(srs) = &mapped {
+        backend.prefetch(srs)?;
+    }
+    let prefetched = mapped.is_some();
+    let (c1, partitions) = read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
+    let (params_path, srs, vk_digest) = parameters(cfg, proof, mapped, t, report)?;
     // What a recording must be for to be used: these parameters and this circuit.
     let pce_id = pce_cache::identity(proof, vk_digest)?;
     let c1_bytes = c1.file_bytes as u64;
@@ -192,11 +209,11 @@ fn prove_sector(
         plan_run(cfg, backend, &srs, c1_bytes, &params_path, &pce_id, todo)?;
     log::info!("memory plan: {plan:?}");
     report.memory_plan = Some(plan);
-    // The slow inputs start now, beside the C1's check: the SRS's upload to the GPU and
-    // the recording's load (at 32GiB 4 s and 3 s, which the first partition waits for).
-    // CUZK_EARLY_INPUTS=0: after it, as before (for comparison).
+    // The slow inputs start before the C1's check: the SRS's upload to the GPU (above,
+    // beside the C1's parse) and the recording's load (at 32GiB 5 s and 3.5 s, which the
+    // first partition waits for).
     let start_inputs = || -> Result<Option<PendingLoad>> {
-        if cfg.stop_after != Some(Phase::Synth) {
+        if upload && !prefetched {
             backend.prefetch(&srs)?;
         }
         cache
@@ -206,7 +223,6 @@ fn prove_sector(
             .map(|p| PendingLoad::start(p, pce_id.clone()))
             .transpose()
     };
-    let early = std::env::var("CUZK_EARLY_INPUTS").map_or(true, |v| v != "0");
     let mut found = if early { start_inputs()? } else { None };
     let circuits = build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
     if !early {
@@ -276,9 +292,14 @@ fn prove_sector(
     Ok(bytes)
 }
 
-/// The C1, read and checked against `--miner-id`/`--partition`; its partition count.
-fn read_input(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<(C1, usize)> {
-    let c1 = t.time("read C1", || read_c1_within(&cfg.c1, cfg.c1_max_bytes))?;
+/// The C1, parsed and checked against `--miner-id`/`--partition`; its partition count.
+fn read_input(
+    cfg: &Config,
+    reading: Reading,
+    t: &mut Timings,
+    report: &mut Report,
+) -> Result<(C1, usize)> {
+    let c1 = t.time("parse C1 (beside the parameters)", || reading.finish())?;
     let proof = c1.registered_proof;
     check_replica_id(cfg, &c1)?;
     let partitions = usize::from(proof.as_v1_config().partitions);

@@ -84,14 +84,17 @@ fn locate_params(
 /// The parameters for `proof`, and their verifying key's digest (filecoin-proofs'
 /// digest of the `.vk`: what the recording is keyed by). Missing ones are their own
 /// failure (exit status 4); a file that does not match its key or the circuit is bad input.
+/// `mapped`: the file as [`map_early`] mapped it, used if it is the one located here.
 pub(super) fn parameters(
     cfg: &Config,
     proof: RegisteredSealProof,
+    mapped: Option<Arc<Srs>>,
     t: &mut Timings,
     report: &mut Report,
 ) -> Result<(PathBuf, Arc<Srs>, String), Failure> {
     let params_path = locate_params(cfg, proof, t)?;
-    let (srs, test_only) = open_params(cfg, &params_path, t).kind(ErrorKind::BadInput)?;
+    let mapped = mapped.filter(|m| m.path == params_path);
+    let (srs, test_only) = open_params(cfg, &params_path, mapped, t).kind(ErrorKind::BadInput)?;
     let vk_digest = params_digest::digest(srs.vk_bytes());
     let key = key_status(proof, &srs, test_only);
     if key == KeyStatus::Unknown {
@@ -174,11 +177,34 @@ fn verify_params(cfg: &Config, srs: &Srs) -> Result<()> {
     done
 }
 
-/// The parameters, mapped and checked against their `.vk`; whether they are TEST-ONLY
-/// (said once, here).
-fn open_params(cfg: &Config, params_path: &Path, t: &mut Timings) -> Result<(Arc<Srs>, bool)> {
+/// The parameters `proof` names, mapped before the C1's parse is done when they are
+/// there already (none to generate), so that their upload to the GPU can start beside it.
+/// Nothing is said or decided here: [`parameters`] locates, checks and reports them, and
+/// maps them itself when this did not.
+pub(super) fn map_early(cfg: &Config, proof: RegisteredSealProof) -> Option<Arc<Srs>> {
+    let path = match &cfg.params {
+        Some(p) => p.clone(),
+        None => cache_paths(proof, &cfg.param_cache).ok()?.params,
+    };
+    if !std::fs::metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    Srs::open(&path).ok().map(Arc::new)
+}
+
+/// The parameters, mapped (or `mapped` already) and checked against their `.vk`; whether
+/// they are TEST-ONLY (said once, here).
+fn open_params(
+    cfg: &Config,
+    params_path: &Path,
+    mapped: Option<Arc<Srs>>,
+    t: &mut Timings,
+) -> Result<(Arc<Srs>, bool)> {
     let srs = t.time("map + check SRS", || -> Result<Arc<Srs>> {
-        let srs = Srs::open(params_path)?;
+        let srs = match mapped {
+            Some(m) => m,
+            None => Arc::new(Srs::open(params_path)?),
+        };
         let vk_path = params_path.with_extension("vk");
         if let Ok(vk) = std::fs::read(&vk_path) {
             ensure!(
@@ -188,7 +214,7 @@ fn open_params(cfg: &Config, params_path: &Path, t: &mut Timings) -> Result<(Arc
                 params_path.display()
             );
         }
-        Ok(Arc::new(srs))
+        Ok(srs)
     })?;
     // Test parameters carry a label in their .meta file; say so wherever they are used.
     let test_only = std::fs::read_to_string(params_path.with_extension("meta"))
