@@ -2,6 +2,7 @@
 //! report.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use bellperson::groth16::Proof;
@@ -172,31 +173,19 @@ fn prove_sector(
     t: &mut Timings,
     report: &mut Report,
 ) -> Result<Vec<u8>, Failure> {
-    // The C1's proof type from its head; the rest is parsed beside the parameters' map
-    // and the start of their upload to the GPU (the first partition waits for it).
-    let reading = t
-        .time("read C1", || Reading::start(&cfg.c1, cfg.c1_max_bytes))
-        .kind(ErrorKind::BadInput)?;
-    if cfg.stop_after == Some(Phase::Parse) {
-        read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
-        return Ok(Vec::new());
-    }
-    let proof = reading.registered_proof;
-    // CUZK_EARLY_INPUTS=0: the SRS upload and the recording's load start after the C1's
-    // check instead, as before (for comparison).
-    let early = std::env::var("CUZK_EARLY_INPUTS").map_or(true, |v| v != "0");
-    let upload = !matches!(cfg.stop_after, Some(Phase::Srs) | Some(Phase::Synth));
-    let mapped = (early && upload)
-        .then(|| params::map_early(cfg, proof))
-        .flatten();
-    if let Some(srs) = &mapped {
-        backend.prefetch(srs)?;
-    }
-    let prefetched = mapped.is_some();
-    let (c1, partitions) = read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
-    let (params_path, srs, vk_digest) = parameters(cfg, proof, mapped, t, report)?;
-    // What a recording must be for to be used: these parameters and this circuit.
-    let pce_id = pce_cache::identity(proof, vk_digest)?;
+    let Some(Inputs {
+        c1,
+        partitions,
+        params_path,
+        srs,
+        pce_id,
+        early,
+        upload,
+        prefetched,
+    }) = read_inputs(cfg, backend, t, report)?
+    else {
+        return Ok(Vec::new()); // --stop-after parse
+    };
     let c1_bytes = c1.file_bytes as u64;
     if cfg.stop_after == Some(Phase::Srs) {
         build_circuits(cfg, c1, partitions, &srs, t).kind(ErrorKind::BadInput)?;
@@ -290,6 +279,66 @@ fn prove_sector(
         p.saved = saved;
     }
     Ok(bytes)
+}
+
+/// The inputs stage's outcome.
+struct Inputs {
+    c1: C1,
+    partitions: usize,
+    params_path: PathBuf,
+    srs: Arc<Srs>,
+    /// What a recording must be for to be used: these parameters and this circuit.
+    pce_id: Identity,
+    /// The slow inputs start before the C1's check (`CUZK_EARLY_INPUTS`, default on).
+    early: bool,
+    /// The run goes on to the GPU's products: the SRS is uploaded.
+    upload: bool,
+    /// The upload has started already, beside the C1's parse.
+    prefetched: bool,
+}
+
+/// The C1 and its parameters. The C1's proof type comes from its head and the rest is
+/// parsed on a thread beside the parameters' map and the start of their upload to the
+/// GPU (the first partition waits for it); the parameters are then located, checked and
+/// reported as if the C1 had come first. None after `--stop-after parse`.
+fn read_inputs(
+    cfg: &Config,
+    backend: &dyn Backend,
+    t: &mut Timings,
+    report: &mut Report,
+) -> Result<Option<Inputs>, Failure> {
+    let reading = t
+        .time("read C1", || Reading::start(&cfg.c1, cfg.c1_max_bytes))
+        .kind(ErrorKind::BadInput)?;
+    if cfg.stop_after == Some(Phase::Parse) {
+        read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
+        return Ok(None);
+    }
+    let proof = reading.registered_proof;
+    // CUZK_EARLY_INPUTS=0: the SRS upload and the recording's load start after the C1's
+    // check instead, as before (for comparison).
+    let early = std::env::var("CUZK_EARLY_INPUTS").map_or(true, |v| v != "0");
+    let upload = !matches!(cfg.stop_after, Some(Phase::Srs) | Some(Phase::Synth));
+    let mapped = (early && upload)
+        .then(|| params::map_early(cfg, proof))
+        .flatten();
+    if let Some(srs) = &mapped {
+        backend.prefetch(srs)?;
+    }
+    let prefetched = mapped.is_some();
+    let (c1, partitions) = read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
+    let (params_path, srs, vk_digest) = parameters(cfg, proof, mapped, t, report)?;
+    let pce_id = pce_cache::identity(proof, vk_digest)?;
+    Ok(Some(Inputs {
+        c1,
+        partitions,
+        params_path,
+        srs,
+        pce_id,
+        early,
+        upload,
+        prefetched,
+    }))
 }
 
 /// The C1, parsed and checked against `--miner-id`/`--partition`; its partition count.
