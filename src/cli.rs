@@ -503,6 +503,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_NTT_TWIST_LOG", "Developers: the largest NTT with a whole twist table, 2^N (default: 27 where it fits in 1/32 of the device)."),
     ("CUZK_EARLY_INPUTS", "Developers: 0 starts the SRS upload and the recording's load after the C1's check, not beside it (for comparison)."),
     ("CUZK_BACKGROUND_FREE", "Developers: 0 frees each proved partition's assignment on the prover's thread, not beside it (for comparison)."),
+    ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
 

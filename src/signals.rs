@@ -153,7 +153,8 @@ fn install_sigbus() -> Result<()> {
         sa.sa_flags = libc::SA_SIGINFO;
         libc::sigemptyset(&mut sa.sa_mask);
         if libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error()).context("cannot install the SIGBUS handler");
+            return Err(std::io::Error::last_os_error())
+                .context("cannot install the SIGBUS handler");
         }
     }
     Ok(())

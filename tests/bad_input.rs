@@ -601,7 +601,10 @@ fn a_mapped_file_truncated_while_in_use_is_one_line() {
         "cuzk-prove: error: {} changed or was truncated while in use",
         path.display()
     );
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("cuzk-prove: error")).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("cuzk-prove: error"))
+        .collect();
     assert!(
         lines.len() == 1 && lines[0].starts_with(&want),
         "not one line naming the file: {stderr}"
@@ -772,7 +775,10 @@ fn point_outside_g1() -> [u8; 96] {
 fn points_outside_their_subgroup_and_a_truncation_mid_proof() {
     let params = full_params_copy("subgroup");
     let (h_at, _, _) = counts(&mut std::fs::File::open(&params).unwrap())[1];
-    let mut f = std::fs::OpenOptions::new().write(true).open(&params).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&params)
+        .unwrap();
     f.seek(SeekFrom::Start(h_at + 4)).unwrap();
     f.write_all(&point_outside_g1()).unwrap();
     drop(f);

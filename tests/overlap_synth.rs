@@ -29,6 +29,8 @@ struct Repeated {
     fail: Option<usize>,
     panic: Option<usize>,
     tasks_run: AtomicUsize,
+    /// The partition of every witness task, in the order they started.
+    started: Mutex<Vec<usize>>,
 }
 
 impl Repeated {
@@ -40,6 +42,7 @@ impl Repeated {
             fail: None,
             panic: None,
             tasks_run: AtomicUsize::new(0),
+            started: Mutex::new(Vec::new()),
         }
     }
 
@@ -79,6 +82,7 @@ impl PartitionCircuits for Repeated {
     }
     fn witness_task(&self, k: usize, j: usize) -> Result<Witness> {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
+        self.started.lock().unwrap().push(k);
         if self.fail == Some(k) && j == 1 {
             bail!("planted failure");
         }
@@ -320,4 +324,37 @@ fn errors_stop_the_run_on_either_side() {
         1,
         "a later partition started"
     );
+}
+
+/// With witness-only synthesis, no later partition's witness task starts before the
+/// prover has the first partition (the startup window, `CUZK_STARTUP_WINDOW`, default 1);
+/// then the whole window is synthesized ahead.
+#[test]
+fn only_the_first_partition_is_synthesized_until_the_prover_has_it() {
+    let c = Repeated::new(&ORDERS);
+    let pce = pce::synthesize_recording(c.porep.circuit_of(&c.proofs(0)).unwrap())
+        .unwrap()
+        .1;
+    let how = Synthesis::Pce {
+        pce: PceSource::Ready(std::sync::Arc::new(pce)),
+        defer: true,
+        keep: None,
+    };
+    let mut before_first: Option<Vec<usize>> = None;
+    overlap_synth::run(&c, &[2, 0, 1], how, 3, &pool(), |_, _, _| {
+        before_first.get_or_insert_with(|| c.started.lock().unwrap().clone());
+        // Give the scheduler time to start the window's next partitions.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Ok(())
+    })
+    .unwrap();
+    let before_first = before_first.unwrap();
+    assert_eq!(
+        before_first,
+        [2, 2],
+        "only partition 2's tasks before the prover had it"
+    );
+    let all = c.started.lock().unwrap().clone();
+    assert_eq!(all.len(), 6);
+    assert_eq!(&all[..2], [2, 2]);
 }

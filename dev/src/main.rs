@@ -239,7 +239,9 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::SubgroupCheck { params, sample } => {
             let rows = cuzk_dev::subgroup::run(&params, sample)?;
             let threads = rayon::current_num_threads();
-            println!("section  points      checked     seconds  whole section (s, {threads} threads)");
+            println!(
+                "section  points      checked     seconds  whole section (s, {threads} threads)"
+            );
             let mut total = 0.0;
             for r in &rows {
                 println!(

@@ -45,15 +45,21 @@ fn check<P: UncompressedEncoding + Send>(
     let n = sample.map_or(s.count, |k| k.min(s.count));
     let bytes = srs.section_bytes(s);
     let t0 = Instant::now();
-    let bad = (0..n).into_par_iter().with_min_len(1 << 10).find_first(|&i| {
-        let mut repr = P::Uncompressed::default();
-        repr.as_mut()
-            .copy_from_slice(&bytes[i * s.point_size..(i + 1) * s.point_size]);
-        bool::from(P::from_uncompressed(&repr).is_none())
-    });
+    let bad = (0..n)
+        .into_par_iter()
+        .with_min_len(1 << 10)
+        .find_first(|&i| {
+            let mut repr = P::Uncompressed::default();
+            repr.as_mut()
+                .copy_from_slice(&bytes[i * s.point_size..(i + 1) * s.point_size]);
+            bool::from(P::from_uncompressed(&repr).is_none())
+        });
     let seconds = t0.elapsed().as_secs_f64();
     if let Some(i) = bad {
-        bail!("point {i} of section '{}' is not in its subgroup (or does not decode)", s.name);
+        bail!(
+            "point {i} of section '{}' is not in its subgroup (or does not decode)",
+            s.name
+        );
     }
     Ok(Row {
         section: s.name,

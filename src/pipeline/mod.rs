@@ -193,9 +193,12 @@ fn prove_sector(
     }
 
     // --pce: where the recording is found or kept, and what this run holds in memory.
-    let todo = if cfg.partition.is_some() { 1 } else { partitions };
-    let (cache, defer, plan) =
-        plan_run(cfg, backend, &srs, c1_bytes, &params_path, &pce_id, todo)?;
+    let todo = if cfg.partition.is_some() {
+        1
+    } else {
+        partitions
+    };
+    let (cache, defer, plan) = plan_run(cfg, backend, &srs, c1_bytes, &params_path, &pce_id, todo)?;
     log::info!("memory plan: {plan:?}");
     report.memory_plan = Some(plan);
     // The slow inputs start before the C1's check: the SRS's upload to the GPU (above,
@@ -256,7 +259,9 @@ fn prove_sector(
     }
 
     // Always, --no-verify too: a proof with a point outside its group is never written.
-    t.time("check proof points", || verify::check_subgroups(&proved.proofs))?;
+    t.time("check proof points", || {
+        verify::check_subgroups(&proved.proofs)
+    })?;
     if cfg.verify {
         t.time("verify", || {
             verify::verify(&srs.vk, &proved.proofs, &circuits.inputs)

@@ -98,7 +98,10 @@ impl PendingLoad {
         match rx.map(|rx| rx.recv()) {
             Some(Ok(done)) => done,
             Some(Err(_)) => (Err(anyhow!("the recording's load stopped")), Duration::ZERO),
-            None => (Err(anyhow!("the recording was taken already")), Duration::ZERO),
+            None => (
+                Err(anyhow!("the recording was taken already")),
+                Duration::ZERO,
+            ),
         }
     }
 }
@@ -154,6 +157,8 @@ struct Shared<'a> {
     pce: Mutex<Option<Arc<Pce>>>,
     /// Partitions proved so far: the window's lower end.
     proved: Mutex<usize>,
+    /// The prover has its first partition: the startup window gives way to the window.
+    started: AtomicBool,
     more: Condvar,
     abort: AtomicBool,
     load: Option<Loading<'a>>,
@@ -364,6 +369,18 @@ pub fn run<'a>(
 ) -> Result<Overlapped> {
     let t0 = Instant::now();
     let window = window.max(1);
+    // Witness-only synthesis: until the prover has its first partition, only that one is
+    // synthesized (`CUZK_STARTUP_WINDOW`, default 1; 0: the whole window from the start).
+    // At 32GiB the cores are oversubscribed then (the C1's check, the recording's load,
+    // the SRS upload's copies): three partitions' witnesses and joins at once delayed the
+    // first, and the GPU needs the second only ~1.5 s after the first. Full syntheses
+    // (one single-threaded task each) keep the whole window.
+    let startup = match (&synthesis, std::env::var("CUZK_STARTUP_WINDOW").ok()) {
+        (Synthesis::Full(_), _) => window,
+        (_, Some(v)) if v == "0" => window,
+        (_, Some(v)) => v.parse::<usize>().map_or(1, |n| n.clamp(1, window)),
+        (_, None) => 1,
+    };
     let mut tasks: VecDeque<(usize, Task)> = VecDeque::new();
     let mut slots = Vec::with_capacity(todo.len());
     let mut blocks = (Vec::new(), 0);
@@ -414,6 +431,7 @@ pub fn run<'a>(
         slots,
         pce: Mutex::new(pce),
         proved: Mutex::new(0),
+        started: AtomicBool::new(false),
         more: Condvar::new(),
         abort: AtomicBool::new(false),
         load,
@@ -431,7 +449,10 @@ pub fn run<'a>(
                 pool.in_place_scope_fifo(|scope| {
                     for (pos, task) in tasks {
                         let mut proved = shared.proved.lock().unwrap_or_else(|e| e.into_inner());
-                        while pos >= *proved + window && !shared.stopped() {
+                        let open = |started: bool| if started { window } else { startup };
+                        while pos >= *proved + open(shared.started.load(Ordering::Acquire))
+                            && !shared.stopped()
+                        {
                             proved = shared.more.wait(proved).unwrap_or_else(|e| e.into_inner());
                         }
                         drop(proved);
@@ -500,8 +521,17 @@ fn hand_over(
                     Some((_, Ok(n))) => Some(n),
                     _ => None,
                 };
+                if i == 0 {
+                    let _guard = shared.proved.lock();
+                    shared.started.store(true, Ordering::Release);
+                    shared.more.notify_all();
+                }
                 // The timeline (RUST_LOG=cuzk_prove=info, millisecond timestamps).
-                log::info!("proving partition {} (next ready: {})", shared.todo[pos], next.is_some());
+                log::info!(
+                    "proving partition {} (next ready: {})",
+                    shared.todo[pos],
+                    next.is_some()
+                );
                 prove(pos, pa, next)?;
                 log::info!("proved partition {}", shared.todo[pos]);
                 Ok(())

@@ -136,7 +136,10 @@ impl Resident {
         let t1 = Instant::now();
         log::info!("SRS upload starts");
         let resident = Some(Self::load(srs, pin, g2, cancel)?);
-        log::info!("SRS resident on the GPU ({:.3} s)", t1.elapsed().as_secs_f64());
+        log::info!(
+            "SRS resident on the GPU ({:.3} s)",
+            t1.elapsed().as_secs_f64()
+        );
         srs.release_pages();
         Ok(Prefetched {
             resident,
