@@ -82,7 +82,7 @@ pub(crate) fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved>
         freeing,
         ..
     } = prover;
-    for h in freeing {
+    if let Some(h) = freeing {
         let _ = h.join(); // a drop does not panic; the memory is back when the stage ends
     }
     // Overlapped partitions are proved as they are complete: in partition order here.
@@ -116,8 +116,9 @@ struct Prover<'a> {
     proofs: Vec<(usize, Proof<Bls12>)>,
     shape: Option<Shape>,
     witness: Option<WitnessStats>,
-    /// Assignments being freed beside the proving (joined when the stage ends).
-    freeing: Vec<std::thread::JoinHandle<()>>,
+    /// The assignment being freed beside the proving (joined by the next free, or when
+    /// the stage ends).
+    freeing: Option<std::thread::JoinHandle<()>>,
     background_free: bool,
 }
 
@@ -135,7 +136,7 @@ impl<'a> Prover<'a> {
             proofs: Vec::with_capacity(n),
             shape: None,
             witness: None,
-            freeing: Vec::new(),
+            freeing: None,
             background_free: std::env::var("CUZK_BACKGROUND_FREE").map_or(true, |v| v != "0"),
         }
     }
@@ -143,18 +144,22 @@ impl<'a> Prover<'a> {
     /// Frees proved assignments on a thread of their own: a 32GiB partition's is ~4.2 GB,
     /// whose pages take ~0.2 s to give back (the 32GiB timeline showed ~0.19 s a
     /// partition between the GPU's phases), time the next partition's GPU work would
-    /// otherwise wait for. `CUZK_BACKGROUND_FREE=0` frees them here (for comparison).
+    /// otherwise wait for. One free at a time: the previous one (done long before, a
+    /// partition's GPU work later) is waited for first, so at most one proved assignment
+    /// outlives its proof beyond the memory plan's window. `CUZK_BACKGROUND_FREE=0` frees
+    /// them here (for comparison).
     fn free_beside(&mut self, parts: Vec<ProvingAssignment>) {
         if !self.background_free {
             return drop(parts);
+        }
+        if let Some(h) = self.freeing.take() {
+            let _ = h.join();
         }
         let spawned = std::thread::Builder::new()
             .name("free-assignment".into())
             .spawn(move || drop(parts));
         // Without a thread, the closure (and the parts in it) was dropped here.
-        if let Ok(h) = spawned {
-            self.freeing.push(h);
-        }
+        self.freeing = spawned.ok();
     }
 
     /// The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
