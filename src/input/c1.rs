@@ -93,12 +93,16 @@ pub fn read_c1(path: &Path) -> Result<C1> {
 /// (`--c1-max-size`).
 pub fn read_c1_within(path: &Path, limit: u64) -> Result<C1> {
     let bytes = read_input(path, limit)?;
-    let name = if path.as_os_str() == "-" {
+    parse_c1(&bytes).context(input_name(path))
+}
+
+/// How errors name the C1 at `path`.
+fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
         "C1 from standard input".to_owned()
     } else {
         format!("C1 file {}", path.display())
-    };
-    parse_c1(&bytes).context(name)
+    }
 }
 
 /// A C1 being parsed on a thread of its own, its proof type already read from its head:
@@ -115,15 +119,12 @@ impl Reading {
     /// here, with the same words the whole parse would use.
     pub fn start(path: &Path, limit: u64) -> Result<Self> {
         let bytes = read_input(path, limit)?;
-        let name = if path.as_os_str() == "-" {
-            "C1 from standard input".to_owned()
-        } else {
-            format!("C1 file {}", path.display())
-        };
-        let registered_proof = proof_of(&bytes).with_context(|| name.clone())?;
+        let name = input_name(path);
+        let head = unwrap_c1(&bytes).with_context(|| name.clone())?;
+        let registered_proof = head.registered_proof;
         let parse = std::thread::Builder::new()
             .name("c1-parse".into())
-            .spawn(move || parse_c1(&bytes).context(name))
+            .spawn(move || typed(&bytes, head).context(name))
             .context("cannot start the C1's parse")?;
         Ok(Self {
             registered_proof,
@@ -137,28 +138,6 @@ impl Reading {
             .join()
             .map_err(|p| anyhow!("the C1's parse panicked: {}", crate::panics::message(&p)))?
     }
-}
-
-/// The registered proof a C1 names, from its head alone (the wrapper's Phase1Out decoded).
-fn proof_of(bytes: &[u8]) -> Result<RegisteredSealProof> {
-    let outer = head(bytes, "not valid JSON")?;
-    let name = match outer.phase1_out {
-        Some(p1) => {
-            let b64 = p1
-                .as_str()
-                .ok_or_else(|| anyhow!("Phase1Out is not a string"))?;
-            let inner = base64::engine::general_purpose::STANDARD
-                .decode(b64.trim())
-                .map_err(|e| anyhow!("Phase1Out is not valid base64: {e}"))?;
-            head(&inner, "Phase1Out does not hold valid JSON")?.registered_proof
-        }
-        None => outer.registered_proof,
-    };
-    let name = name
-        .as_ref()
-        .and_then(Value::as_str)
-        .ok_or_else(|| anyhow!("the C1 has no \"registered_proof\" string"))?;
-    parse_registered_proof(name)
 }
 
 /// A C1's bytes: a regular file's, or standard input's, up to `limit`.
@@ -237,13 +216,28 @@ fn head(bytes: &[u8], what: &str) -> Result<Head> {
 /// Parses a C1 straight into filecoin-proofs-api's typed output (no intermediate JSON
 /// tree: that cost a 32GiB C1 about a second and 17× its size in memory).
 pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
+    let head = unwrap_c1(bytes)?;
+    typed(bytes, head)
+}
+
+/// What a C1's head says: its format, the wrapper's fields, the raw output (the
+/// wrapper's Phase1Out decoded; None: `bytes` themselves) and the proof type it names.
+struct Unwrapped {
+    format: C1Format,
+    sector_num: Option<u64>,
+    inner: Option<Vec<u8>>,
+    registered_proof: RegisteredSealProof,
+}
+
+/// [`Unwrapped`] from `bytes`: only their top level (and the wrapper's) is read, the
+/// vanilla proofs are skipped.
+fn unwrap_c1(bytes: &[u8]) -> Result<Unwrapped> {
     let outer = head(bytes, "not valid JSON")?;
-    let inner;
-    let (format, sector_num, declared_size, raw, name) = if let Some(p1) = outer.phase1_out {
+    let (format, sector_num, declared_size, inner, name) = if let Some(p1) = outer.phase1_out {
         let b64 = p1
             .as_str()
             .ok_or_else(|| anyhow!("Phase1Out is not a string"))?;
-        inner = base64::engine::general_purpose::STANDARD
+        let inner = base64::engine::general_purpose::STANDARD
             .decode(b64.trim())
             .map_err(|e| anyhow!("Phase1Out is not valid base64: {e}"))?;
         let num = |k: &str, v: Option<Value>| -> Result<Option<u64>> {
@@ -262,18 +256,17 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
             C1Format::Wrapper,
             sector_num,
             sector_size,
-            &inner[..],
+            Some(inner),
             h.registered_proof,
         )
     } else if outer.registered_proof.is_some() {
-        (C1Format::Raw, None, None, bytes, outer.registered_proof)
+        (C1Format::Raw, None, None, None, outer.registered_proof)
     } else {
         bail!(
             "neither a lotus-bench wrapper (no \"Phase1Out\") nor a SealCommitPhase1Output \
              (no \"registered_proof\")"
         );
     };
-
     let name = name
         .as_ref()
         .and_then(Value::as_str)
@@ -285,12 +278,23 @@ pub fn parse_c1(bytes: &[u8]) -> Result<C1> {
             bail!("wrapper says SectorSize {declared} but the C1 is for {name} ({size} bytes)");
         }
     }
+    Ok(Unwrapped {
+        format,
+        sector_num,
+        inner,
+        registered_proof,
+    })
+}
+
+/// The typed output of a C1 whose head is `head` (`bytes`: the whole file).
+fn typed(bytes: &[u8], head: Unwrapped) -> Result<C1> {
+    let raw = head.inner.as_deref().unwrap_or(bytes);
     let output: SealCommitPhase1Output = serde_json::from_slice(raw)
         .map_err(|e| anyhow!("malformed SealCommitPhase1Output: {e}"))?;
     Ok(C1 {
-        format,
-        registered_proof,
-        sector_num,
+        format: head.format,
+        registered_proof: head.registered_proof,
+        sector_num: head.sector_num,
         output,
         file_bytes: bytes.len(),
     })
