@@ -166,10 +166,28 @@ pub struct ProveArgs {
     #[arg(help_heading = "Device", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub gpu_lock: Switch,
 
-    /// Which GPU the CUDA backend uses (0-based, as nvidia-smi numbers them unless
-    /// CUDA_VISIBLE_DEVICES says otherwise).
-    #[arg(help_heading = "Device", long, value_name = "N", default_value_t = 0)]
-    pub gpu: usize,
+    /// The one GPU the CUDA backend uses (0-based, as nvidia-smi numbers them unless
+    /// CUDA_VISIBLE_DEVICES says otherwise): as --gpus N.
+    #[arg(
+        help_heading = "Device",
+        long,
+        value_name = "N",
+        conflicts_with = "gpus"
+    )]
+    pub gpu: Option<usize>,
+
+    /// The GPUs a sector's partitions are spread over: all (every GPU the CUDA runtime
+    /// shows), or a comma-separated list of indices such as 0,2. Each GPU keeps its own
+    /// copy of the parameters and takes the next synthesized partition when it is free;
+    /// the proofs are the same as on one GPU. A GPU listed twice gets two queues (for
+    /// testing).
+    #[arg(
+        help_heading = "Device",
+        long,
+        value_name = "all|LIST",
+        default_value = "all"
+    )]
+    pub gpus: String,
 
     /// GPU Pippenger window in bits (1–24), or auto (chosen from each MSM's size).
     #[arg(
@@ -323,8 +341,8 @@ pub struct Config {
     pub miner_id: Option<u64>,
     pub sector_num: Option<u64>,
     pub device: Device,
-    /// GPU index for the CUDA backend.
-    pub gpu: usize,
+    /// The GPUs the CUDA backend proves on (`--gpus`, `--gpu`).
+    pub gpus: Gpus,
     /// Take bellperson's GPU lock while the GPU works.
     pub gpu_lock: bool,
     /// GPU MSM window bits; 0 = auto.
@@ -380,7 +398,7 @@ impl Config {
             miner_id: None,
             sector_num: None,
             device: Device::Auto,
-            gpu: 0,
+            gpus: Gpus::All,
             gpu_lock: true,
             msm_window: 0,
             split_msm: true,
@@ -455,7 +473,10 @@ impl TryFrom<ProveArgs> for Config {
             miner_id: a.miner_id,
             sector_num: a.sector_num,
             device,
-            gpu: a.gpu,
+            gpus: match a.gpu {
+                Some(n) => Gpus::List(vec![n]),
+                None => parse_gpus(&a.gpus)?,
+            },
             gpu_lock: a.gpu_lock == Switch::On,
             msm_window,
             split_msm: a.split_msm == Switch::On,
@@ -491,7 +512,7 @@ impl TryFrom<ProveArgs> for Config {
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FIL_PROOFS_PARAMETER_CACHE", "The parameter directory when --param-cache is not given (default /var/tmp/filecoin-proof-parameters); the recording is kept beside the parameters when that directory is writable."),
     ("XDG_CACHE_HOME, HOME", "The recording's home when the parameter directory is not writable: $XDG_CACHE_HOME/cuzk-prove, else $HOME/.cache/cuzk-prove."),
-    ("CUDA_VISIBLE_DEVICES", "Which GPUs the CUDA runtime shows; --gpu N counts among those."),
+    ("CUDA_VISIBLE_DEVICES", "Which GPUs the CUDA runtime shows: --gpus all takes those, and --gpus and --gpu N count among them."),
     ("FIL_PROOFS_VERIFY_PRODUCTION_PARAMS", "1 or true: as --verify-params (the whole .params file checked against filecoin-proofs' digest)."),
     ("BELLMAN_NO_GPU", "Set (to any value, as bellperson reads it): --device auto proves on the CPU."),
     ("TMPDIR", "Where bellperson's GPU lock files are (bellman.gpu.lock, bellman.priority.lock; default /tmp): see --gpu-lock."),
@@ -506,6 +527,50 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
+
+/// `--gpus`: which GPUs prove, one device queue each.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Gpus {
+    /// Every GPU the CUDA runtime shows.
+    All,
+    /// These indices, in this order (a repeated one: two queues on that GPU).
+    List(Vec<usize>),
+}
+
+impl Gpus {
+    /// The GPU the run starts on before it knows how many there are.
+    pub fn first(&self) -> usize {
+        match self {
+            Gpus::All => 0,
+            Gpus::List(l) => l[0],
+        }
+    }
+}
+
+/// The most queues `--gpus` may list (a host has at most 16 GPUs in practice).
+pub const MAX_GPU_QUEUES: usize = 64;
+
+/// `--gpus all|LIST`.
+pub fn parse_gpus(s: &str) -> Result<Gpus> {
+    if s == "all" {
+        return Ok(Gpus::All);
+    }
+    let list = s
+        .split(',')
+        .map(|i| match i.trim().parse::<usize>() {
+            Ok(n) if n < MAX_GPU_QUEUES => Ok(n),
+            _ => bail!(
+                "--gpus must be all or a comma-separated list of GPU indices (0–{}), got '{s}'",
+                MAX_GPU_QUEUES - 1
+            ),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if list.len() > MAX_GPU_QUEUES {
+        bail!("--gpus lists {} GPUs: at most {MAX_GPU_QUEUES}", list.len());
+    }
+    Ok(Gpus::List(list))
+}
 
 /// `--msm-window auto|N`: 0 for auto.
 pub fn parse_msm_window(w: &str) -> Result<usize> {
@@ -553,5 +618,35 @@ mod tests {
         assert!(e.to_string().contains("--msm-window must be auto"), "{e}");
         assert!(config(&["--split-msm", "yes"]).is_err());
         assert!(config(&["--b-g2", "fpga"]).is_err());
+    }
+
+    #[test]
+    fn gpus_flag() {
+        assert_eq!(config(&[]).unwrap().gpus, Gpus::All);
+        assert_eq!(config(&["--gpus", "all"]).unwrap().gpus, Gpus::All);
+        assert_eq!(config(&["--gpus", "1"]).unwrap().gpus, Gpus::List(vec![1]));
+        let c = config(&["--gpus", "2,0, 1"]).unwrap();
+        assert_eq!(c.gpus, Gpus::List(vec![2, 0, 1]));
+        assert_eq!(c.gpus.first(), 2);
+        assert_eq!(
+            config(&["--gpus", "0,0"]).unwrap().gpus,
+            Gpus::List(vec![0, 0])
+        );
+        assert_eq!(config(&["--gpu", "3"]).unwrap().gpus, Gpus::List(vec![3]));
+        for bad in [
+            "", "x", "0,", ",1", "0,,1", "1-2", "1.5", "64", "ALL", "0;1",
+        ] {
+            let e = config(&["--gpus", bad]).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--gpus must be all or a comma-separated"),
+                "{bad}: {e}"
+            );
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let many = vec!["1"; 65].join(",");
+        let e = config(&["--gpus", &many]).unwrap_err().to_string();
+        assert!(e.contains("at most 64"), "{e}");
+        // --gpu N is the one-GPU choice: not both.
+        assert!(config(&["--gpu", "0", "--gpus", "1"]).is_err());
     }
 }

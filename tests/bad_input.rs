@@ -340,17 +340,19 @@ fn gpu_index_out_of_range_is_refused() {
         return;
     }
     for device in ["cuda", "auto"] {
-        expect_error(
-            &format!("gpu-{device}"),
-            &fixture_c1(),
-            &[
-                OsStr::new("--device"),
-                OsStr::new(device),
-                OsStr::new("--gpu"),
-                OsStr::new("64"),
-            ],
-            "--gpu 64: this machine has",
-        );
+        for (flag, list) in [("--gpu", "63"), ("--gpus", "0,63")] {
+            expect_error(
+                &format!("gpu-{device}{flag}"),
+                &fixture_c1(),
+                &[
+                    OsStr::new("--device"),
+                    OsStr::new(device),
+                    OsStr::new(flag),
+                    OsStr::new(list),
+                ],
+                "GPU 63: this machine has",
+            );
+        }
     }
 }
 

@@ -28,6 +28,11 @@ struct Repeated {
     orders: Vec<Vec<usize>>,
     fail: Option<usize>,
     panic: Option<usize>,
+    /// Witness tasks of partitions other than this one say they started 50 ms late: a task
+    /// the prover's taking of its first partition lets start is then seen after the
+    /// prover's first call, and one started before it (long before: the first partition
+    /// takes seconds) still before.
+    late_but: Option<usize>,
     tasks_run: AtomicUsize,
     /// The partition of every witness task, in the order they started.
     started: Mutex<Vec<usize>>,
@@ -41,6 +46,7 @@ impl Repeated {
             orders: orders.iter().map(|o| o.to_vec()).collect(),
             fail: None,
             panic: None,
+            late_but: None,
             tasks_run: AtomicUsize::new(0),
             started: Mutex::new(Vec::new()),
         }
@@ -82,6 +88,9 @@ impl PartitionCircuits for Repeated {
     }
     fn witness_task(&self, k: usize, j: usize) -> Result<Witness> {
         self.tasks_run.fetch_add(1, Ordering::SeqCst);
+        if self.late_but.is_some_and(|f| f != k) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         self.started.lock().unwrap().push(k);
         if self.fail == Some(k) && j == 1 {
             bail!("planted failure");
@@ -306,7 +315,7 @@ fn errors_stop_the_run_on_either_side() {
         "{msg}"
     );
 
-    // The prover's error: returned as it is, the rest not waited for.
+    // The prover's error: returned naming the partition, the rest not waited for.
     let c = Repeated::new(&ORDERS);
     let err = overlap_synth::run(
         &c,
@@ -318,7 +327,7 @@ fn errors_stop_the_run_on_either_side() {
     )
     .err()
     .expect("the prover's error");
-    assert_eq!(err.to_string(), "prover says no");
+    assert_eq!(format!("{err:#}"), "partition 0: prover says no");
     assert_eq!(
         c.tasks_run.load(Ordering::SeqCst),
         1,
@@ -331,7 +340,8 @@ fn errors_stop_the_run_on_either_side() {
 /// then the whole window is synthesized ahead.
 #[test]
 fn only_the_first_partition_is_synthesized_until_the_prover_has_it() {
-    let c = Repeated::new(&ORDERS);
+    let mut c = Repeated::new(&ORDERS);
+    c.late_but = Some(2);
     let pce = pce::synthesize_recording(c.porep.circuit_of(&c.proofs(0)).unwrap())
         .unwrap()
         .1;

@@ -13,21 +13,24 @@ use rayon::prelude::*;
 
 use crate::circuit::{porep_circuits, PartitionCircuits};
 use crate::cli::PceEval;
-use crate::cli::{Config, Device, Phase};
+use crate::cli::{Config, Device, Gpus, Phase};
 use crate::input::c1::{prover_id_from_miner, sector_size_name, Reading, C1};
 use crate::input::params_digest;
 use crate::input::srs::{cache_paths, Srs};
 use crate::prove::cuda::backend::Cuda;
-use crate::prove::{self, cpu::Cpu, Backend};
+use crate::prove::{self, devices::Devices};
 use crate::report::{C1Info, Classify, ErrorKind, Failure, OutputInfo, PceInfo, Report, Timings};
 use crate::synth::pce::Identity;
 use crate::synthetic::{self};
 use crate::{output, verify};
 
+mod gpus;
 pub(crate) mod memory_budget;
 pub mod overlap_synth;
 mod params;
 pub mod pce_cache;
+#[doc(hidden)]
+pub mod queues_testing;
 mod save;
 mod schedule;
 
@@ -75,14 +78,14 @@ fn check_replica_id(cfg: &Config, c1: &C1) -> Result<()> {
 /// `--device`: cuda needs a CUDA build and a GPU (and says which is missing, before
 /// anything else is done); auto takes the GPU when both are there, else the CPU, and
 /// settles that on a helper thread: the driver's initialisation (≈ 0.1 s) then overlaps
-/// the inputs and synthesis.
-fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
+/// the inputs and synthesis. `--gpus`: a queue per GPU (devices.rs).
+fn choose_backend(cfg: &Config) -> Result<Devices> {
     Ok(match cfg.device {
-        Device::Cpu => Box::new(Cpu),
+        Device::Cpu => Devices::cpu(),
         Device::Cuda if !prove::cuda::built() => {
             bail!("--device cuda: {}", prove::cuda::NO_CUDA_BUILD)
         }
-        Device::Auto if !prove::cuda::built() => Box::new(Cpu),
+        Device::Auto if !prove::cuda::built() => Devices::cpu(),
         Device::Cuda | Device::Auto => {
             prove::cuda::set_pin_transfers(cfg.pin);
             let msm = prove::cuda::Msm {
@@ -95,7 +98,7 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
                 msm,
                 cfg.b_g2,
                 cfg.srs_decode,
-                cfg.gpu,
+                cfg.gpus.first(),
                 cfg.pin,
                 auto,
                 lock,
@@ -104,12 +107,15 @@ fn choose_backend(cfg: &Config) -> Result<Box<dyn Backend>> {
             .overlap_aux(cfg.overlap_aux)
             .upload_ahead(cfg.upload_ahead)
             .pce_eval(cfg.pce_eval == PceEval::Gpu);
-            // Waited for under --device cuda, and for a --gpu other than 0: the only
-            // index that can be out of range under auto (no GPU at all means the CPU).
-            if !auto || cfg.gpu > 0 {
-                b.gpu()?;
+            let devices = Devices::cuda(b, cfg.gpus.clone());
+            // Waited for under --device cuda, and for GPUs named by index other than 0:
+            // the only index that can be out of range under auto (no GPU at all means
+            // the CPU). Every listed index is checked here, before any heavy work.
+            let named = matches!(&cfg.gpus, Gpus::List(l) if l.iter().any(|&i| i > 0));
+            if !auto || named {
+                devices.count(usize::MAX)?;
             }
-            Box::new(b)
+            devices
         }
     })
 }
@@ -144,7 +150,7 @@ pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Ve
     // With CUDA this starts the GPU probe (and waits for it under --device cuda); the
     // context is created during synthesis, by the backend's prefetch.
     let backend = t.time("choose backend", || choose_backend(cfg))?;
-    let proved = prove_sector(cfg, &*backend, t, report);
+    let proved = prove_sector(cfg, &backend, t, report);
     if proved.is_ok() {
         for w in &report.warnings {
             log(cfg, w);
@@ -152,7 +158,7 @@ pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Ve
     }
     // The backend's name waits for the GPU probe: asked for once the run is over.
     report.backend = Some(backend.name());
-    report.gpu = backend.device();
+    report.gpu = backend.first_device();
     proved
 }
 
@@ -169,7 +175,7 @@ fn check_outputs(cfg: &Config) -> Result<()> {
 
 fn prove_sector(
     cfg: &Config,
-    backend: &dyn Backend,
+    backend: &Devices,
     t: &mut Timings,
     report: &mut Report,
 ) -> Result<Vec<u8>, Failure> {
@@ -193,11 +199,7 @@ fn prove_sector(
     }
 
     // --pce: where the recording is found or kept, and what this run holds in memory.
-    let todo = if cfg.partition.is_some() {
-        1
-    } else {
-        partitions
-    };
+    let todo = to_prove(cfg, c1.registered_proof);
     let (cache, defer, plan) = plan_run(cfg, backend, &srs, c1_bytes, &params_path, &pce_id, todo)?;
     log::info!("memory plan: {plan:?}");
     report.memory_plan = Some(plan);
@@ -206,7 +208,7 @@ fn prove_sector(
     // first partition waits for).
     let start_inputs = || -> Result<Option<PendingLoad>> {
         if upload && !prefetched {
-            backend.prefetch(&srs)?;
+            backend.prefetch(&srs, todo)?;
         }
         cache
             .path
@@ -228,7 +230,7 @@ fn prove_sector(
         circuits: &*circuits.circuits,
         todo: &circuits.todo,
         srs: &srs,
-        backend,
+        queues: &backend.queues(todo)?,
         window: plan.window,
         found: found.as_ref(),
         defer,
@@ -242,6 +244,7 @@ fn prove_sector(
         Failure { kind, error: e }
     })?;
     report.circuit = proved.shape;
+    report.queues = proved.queues;
     report.witness = proved.witness;
     report.pce = proved.pce.as_ref().map(|p| PceInfo {
         path: cache.path.clone(),
@@ -286,6 +289,15 @@ fn prove_sector(
     Ok(bytes)
 }
 
+/// How many partitions the run proves: all of the sector's, or the one `--partition`
+/// names.
+fn to_prove(cfg: &Config, proof: RegisteredSealProof) -> usize {
+    match cfg.partition {
+        Some(_) => 1,
+        None => usize::from(proof.as_v1_config().partitions),
+    }
+}
+
 /// The inputs stage's outcome.
 struct Inputs {
     c1: C1,
@@ -308,7 +320,7 @@ struct Inputs {
 /// reported as if the C1 had come first. None after `--stop-after parse`.
 fn read_inputs(
     cfg: &Config,
-    backend: &dyn Backend,
+    backend: &Devices,
     t: &mut Timings,
     report: &mut Report,
 ) -> Result<Option<Inputs>, Failure> {
@@ -328,7 +340,7 @@ fn read_inputs(
         .then(|| params::map_early(cfg, proof))
         .flatten();
     if let Some(srs) = &mapped {
-        backend.prefetch(srs)?;
+        backend.prefetch(srs, to_prove(cfg, proof))?;
     }
     let prefetched = mapped.is_some();
     let (c1, partitions) = read_input(cfg, reading, t, report).kind(ErrorKind::BadInput)?;
@@ -427,7 +439,7 @@ fn build_circuits(
 /// A·w, B·w, C·w, and the memory plan for `partitions` partitions.
 fn plan_run(
     cfg: &Config,
-    backend: &dyn Backend,
+    backend: &Devices,
     srs: &Srs,
     c1_bytes: u64,
     params_path: &std::path::Path,
@@ -451,11 +463,16 @@ fn plan_run(
         Device::Cuda => false,
         Device::Auto => !prove::cuda::built() || !std::path::Path::new("/dev/nvidiactl").exists(),
     };
+    // One partition being proved on each device queue (--gpus), besides those ahead.
+    let queues = match host_prover || partitions == 1 {
+        true => 1,
+        false => backend.count(partitions)?,
+    };
     let wanted = match (cfg.overlap_synth && cfg.pce, cfg.max_circuits) {
         (_, Some(n)) => n,
         // --overlap-synth with --pce: a few partitions ahead of the prover keep it busy
         // (their challenges are tasks for all cores; native witnesses outrun the GPU).
-        (true, None) => OVERLAP_WINDOW,
+        (true, None) => OVERLAP_WINDOW + queues - 1,
         // Without --pce a partition is one single-threaded task: all at once if they fit.
         (false, None) => partitions,
     }

@@ -6,9 +6,9 @@
 //! (its challenges, [`PartitionCircuits::witness_task`]) with `--pce`, whole partitions
 //! without — and the tasks enter the synthesis pool's queue in that order (FIFO), so the
 //! partitions are completed one after another, each by all cores. Each one goes to the
-//! caller's `prove` (on the calling thread) as soon as it is complete, while the pool goes
-//! on with the next ones. At most `window` partitions (`--max-circuits`) are being
-//! synthesized or waiting to be proved at once.
+//! caller's `prove` (on a device queue's thread, gpus.rs) as soon as it is complete,
+//! while the pool goes on with the next ones. At most `window` partitions
+//! (`--max-circuits`) are being synthesized, waiting or being proved at once.
 //!
 //! The PCE recording need not be there at the start: read from its cache file (seconds
 //! at 32GiB) it is loaded by one task while the others generate witness parts; without a
@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use super::gpus::{serve, Events, Failed, Prove, Queue};
 use crate::circuit::PartitionCircuits;
 use crate::synth::pce::{join_blocks, Block, Identity, Pce};
 use crate::synth::witness::Witness;
@@ -110,7 +111,7 @@ impl PendingLoad {
 pub struct Overlapped {
     /// From the start until the last partition was synthesized.
     pub synthesis: Duration,
-    /// Time the caller's thread waited for a partition to be complete.
+    /// Time the prover waited for a partition to be complete (one queue, [`run`]).
     pub waited: Duration,
     /// The recording (`Synthesis::Pce`): given, loaded or made.
     pub pce: Option<Arc<Pce>>,
@@ -358,14 +359,45 @@ impl Shared<'_> {
 /// Synthesizes `todo`'s partitions on `pool` and hands each, complete, to `prove` with its
 /// position in `todo`, in the order they are completed (`todo`'s order but for ties), and
 /// the partition handed over next when it is already complete (so that the prover can
-/// move its inputs ahead). Stops at the first error, of synthesis or of `prove`.
+/// move its inputs ahead). Stops at the first error, of synthesis or of `prove`. (One
+/// device queue: [`run_on`] is the scheduler with several.)
 pub fn run<'a>(
     circuits: &'a dyn PartitionCircuits,
     todo: &'a [usize],
     synthesis: Synthesis<'a>,
     window: usize,
     pool: &rayon::ThreadPool,
-    mut prove: impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()>,
+    prove: impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()> + Send,
+) -> Result<Overlapped> {
+    let prove = Mutex::new(prove);
+    let one = crate::prove::cpu::Cpu;
+    let mut queues = [Queue::new(&one)];
+    let mut done = run_on(
+        circuits,
+        todo,
+        synthesis,
+        window,
+        pool,
+        &mut queues,
+        &|_, pos, pa, next| {
+            let mut prove = prove.lock().unwrap_or_else(|e| e.into_inner());
+            (*prove)(pos, pa, next).map_err(Failed::from)
+        },
+    )?;
+    done.waited = queues[0].waited;
+    Ok(done)
+}
+
+/// [`run`] with the partitions proved on `queues` (gpus.rs): each queue takes the next
+/// complete partition when it is free. `waited` is left to the caller (each queue's own).
+pub(crate) fn run_on<'a>(
+    circuits: &'a dyn PartitionCircuits,
+    todo: &'a [usize],
+    synthesis: Synthesis<'a>,
+    window: usize,
+    pool: &rayon::ThreadPool,
+    queues: &mut [Queue],
+    prove: &Prove,
 ) -> Result<Overlapped> {
     let t0 = Instant::now();
     let window = window.max(1);
@@ -469,10 +501,25 @@ pub fn run<'a>(
             shared.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
             spawned.map(|()| synthesis)
         });
-        let (waited, outcome) = hand_over(todo.len(), &rx, shared, &mut prove);
-        if outcome.is_err() {
-            shared.stop();
-        }
+        // The prover's side: the partitions as they are complete, to the queues.
+        let events = Events {
+            started: &|| {
+                let _guard = shared.proved.lock();
+                shared.started.store(true, Ordering::Release);
+                shared.more.notify_all();
+            },
+            proved: &|| {
+                *shared.proved.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                shared.more.notify_all();
+            },
+            stop: &|| shared.stop(),
+        };
+        let source = || match rx.recv() {
+            Ok((_, Err(e))) => Some(Err(e)),
+            Ok((pos, Ok(pa))) => Some(Ok((pos, pa))),
+            Err(_) => None,
+        };
+        let outcome = serve(todo, todo.len(), queues, source, prove, &events);
         drop(rx);
         let synthesis = producer
             .join()
@@ -482,67 +529,10 @@ pub fn run<'a>(
         outcome?;
         Ok(Overlapped {
             synthesis: synthesis?,
-            waited,
+            waited: Duration::ZERO,
             pce: shared.pce.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             loaded: *shared.loaded.lock().unwrap_or_else(|e| e.into_inner()),
             recorded: *shared.recorded.lock().unwrap_or_else(|e| e.into_inner()),
         })
     })
-}
-
-/// The prover's side: receives the `n` partitions as they are complete and hands each to
-/// `prove`, with the next one when it has already arrived; counts each proved partition
-/// (the window's lower end). The time spent waiting for synthesis, and the first error.
-fn hand_over(
-    n: usize,
-    rx: &mpsc::Receiver<Done>,
-    shared: &Shared,
-    prove: &mut impl FnMut(usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<()>,
-) -> (Duration, Result<()>) {
-    let mut waited = Duration::ZERO;
-    // A partition taken from the channel ahead of its turn, to name it as the next.
-    let mut ahead = None;
-    for i in 0..n {
-        let msg = match ahead.take() {
-            Some(m) => Ok(m),
-            None => {
-                let t = Instant::now();
-                let msg = rx.recv();
-                waited += t.elapsed();
-                msg
-            }
-        };
-        let r = match msg {
-            Ok((pos, r)) => r.and_then(|pa| {
-                if i + 1 < n {
-                    ahead = rx.try_recv().ok();
-                }
-                let next = match &ahead {
-                    Some((_, Ok(n))) => Some(n),
-                    _ => None,
-                };
-                if i == 0 {
-                    let _guard = shared.proved.lock();
-                    shared.started.store(true, Ordering::Release);
-                    shared.more.notify_all();
-                }
-                // The timeline (RUST_LOG=cuzk_prove=info, millisecond timestamps).
-                log::info!(
-                    "proving partition {} (next ready: {})",
-                    shared.todo[pos],
-                    next.is_some()
-                );
-                prove(pos, pa, next)?;
-                log::info!("proved partition {}", shared.todo[pos]);
-                Ok(())
-            }),
-            Err(_) => Err(anyhow!("synthesis stopped before every partition was done")),
-        };
-        if let Err(e) = r {
-            return (waited, Err(e));
-        }
-        *shared.proved.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        shared.more.notify_all();
-    }
-    (waited, Ok(()))
 }

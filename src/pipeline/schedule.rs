@@ -1,10 +1,10 @@
 //! Synthesis ∥ proving: the partitions synthesized (witnesses through the recording, or
-//! full syntheses) and handed to the backend as they are complete (`--overlap-synth`, its
-//! scheduler in overlap_synth.rs), or batch by batch; the recording loaded, or made here
-//! and handed to the caller's `keep` to be saved. Each partition is checked against the
-//! parameters before it is proved.
+//! full syntheses) and handed to the device queues as they are complete (`--overlap-synth`,
+//! its scheduler in overlap_synth.rs; the queues' in gpus.rs), or batch by batch; the
+//! recording loaded, or made here and handed to the caller's `keep` to be saved. Each
+//! partition is checked against the parameters before it is proved.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
@@ -14,6 +14,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_core::{OsRng, SeedableRng};
 use rayon::prelude::*;
 
+use super::gpus::{self, Failed, Queue};
 use super::overlap_synth::PendingLoad;
 use super::{log, overlap_synth};
 use crate::circuit::PartitionCircuits;
@@ -21,9 +22,9 @@ use crate::cli::{Config, Phase};
 use crate::input::srs::Srs;
 use crate::panics::{catch, SYNTHESIS};
 use crate::prove::{assemble, Backend, Randomness};
-use crate::report::Timings;
+use crate::report::{QueueInfo, Timings};
 use crate::synth::pce::Pce;
-use crate::synth::{presize, ProvingAssignment, Shape, WitnessStats};
+use crate::synth::{presize, Abc, ProvingAssignment, Shape, WitnessStats};
 
 /// What the stage needs: the run's settings and inputs, and its plan.
 pub(crate) struct Run<'a> {
@@ -32,7 +33,8 @@ pub(crate) struct Run<'a> {
     /// The partitions to prove, in order.
     pub todo: &'a [usize],
     pub srs: &'a Srs,
-    pub backend: &'a dyn Backend,
+    /// The device queues' backends (`--gpus`), the first first.
+    pub queues: &'a [Arc<dyn Backend>],
     /// Partitions in flight (the memory plan's).
     pub window: usize,
     /// The recording's load, when its file was found intact (started by the caller; it
@@ -53,6 +55,8 @@ pub(crate) struct Proved {
     pub pce: Option<Arc<Pce>>,
     /// The recording was made in this run (not loaded).
     pub recorded: bool,
+    /// What each device queue did.
+    pub queues: Vec<QueueInfo>,
 }
 
 pub(crate) fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved> {
@@ -60,32 +64,56 @@ pub(crate) fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved>
         .num_threads(run.cfg.synth_threads)
         .build()?;
     let mut prover = Prover::new(run);
+    let mut queues: Vec<Queue> = run.queues.iter().map(|b| Queue::new(&**b)).collect();
     // On a terminal, a bar over the partitions instead of the phases' spinners.
     let spinners = t.set_spinners(false);
     if spinners && run.todo.len() > 1 {
         prover.bar = Some(progress_bar(run.todo.len()));
     }
     let done = if run.cfg.overlap_synth {
-        overlapped(run, &pool, &mut prover, t)
+        overlapped(run, &pool, &prover, &mut queues, t)
     } else {
-        batched(run, &pool, &mut prover, t)
+        batched(run, &pool, &prover, &mut queues, t)
     };
     t.set_spinners(spinners);
     if let Some(b) = prover.bar.take() {
         b.finish_and_clear();
     }
+    // The queues' rows, whatever the outcome (the report of a failed run has them too).
+    let several = queues.len() > 1;
+    for q in &queues {
+        t.absorb(&q.t);
+    }
+    for q in queues.iter().filter(|_| several) {
+        let name = q.backend.queue_name();
+        t.add(&format!("  {name}: proving"), q.busy);
+        t.add(&format!("  {name}: waited for synthesis"), q.waited);
+    }
+    let queues: Vec<QueueInfo> = queues
+        .iter()
+        .map(|q| QueueInfo {
+            device: q.backend.queue_name(),
+            gpu: q.backend.device(),
+            partitions: q.proved.iter().map(|&pos| run.todo[pos]).collect(),
+            busy_s: q.busy.as_secs_f64(),
+            waited_s: q.waited.as_secs_f64(),
+            failed: q.failed.clone(),
+        })
+        .collect();
     let (pce, recorded) = done?;
-    let Prover {
+    let State {
         mut proofs,
         shape,
         witness,
-        freeing,
-        ..
-    } = prover;
+    } = prover.state.into_inner().unwrap_or_else(|e| e.into_inner());
+    let freeing = prover
+        .freeing
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
     if let Some(h) = freeing {
         let _ = h.join(); // a drop does not panic; the memory is back when the stage ends
     }
-    // Overlapped partitions are proved as they are complete: in partition order here.
+    // Partitions are proved as they are complete, on any queue: in partition order here.
     proofs.sort_by_key(|(k, _)| *k);
     Ok(Proved {
         proofs,
@@ -93,6 +121,7 @@ pub(crate) fn synthesize_and_prove(run: &Run, t: &mut Timings) -> Result<Proved>
         witness,
         pce,
         recorded,
+        queues,
     })
 }
 
@@ -108,18 +137,26 @@ fn progress_bar(n: usize) -> indicatif::ProgressBar {
     bar
 }
 
-/// Proves synthesized partitions and collects their proofs.
+/// Proves synthesized partitions on the device queue given to each call, and collects
+/// their proofs; shared by the queues' threads.
 struct Prover<'a> {
     run: &'a Run<'a>,
     bar: Option<indicatif::ProgressBar>,
+    /// By position in `todo`, whichever queue proves it.
     randomness: Vec<Randomness>,
+    state: Mutex<State>,
+    /// The assignment being freed beside the proving (joined by the next free, or when
+    /// the stage ends).
+    freeing: Mutex<Option<std::thread::JoinHandle<()>>>,
+    background_free: bool,
+}
+
+/// What the partitions proved so far gave.
+#[derive(Default)]
+struct State {
     proofs: Vec<(usize, Proof<Bls12>)>,
     shape: Option<Shape>,
     witness: Option<WitnessStats>,
-    /// The assignment being freed beside the proving (joined by the next free, or when
-    /// the stage ends).
-    freeing: Option<std::thread::JoinHandle<()>>,
-    background_free: bool,
 }
 
 impl<'a> Prover<'a> {
@@ -133,10 +170,11 @@ impl<'a> Prover<'a> {
             run,
             bar: None,
             randomness,
-            proofs: Vec::with_capacity(n),
-            shape: None,
-            witness: None,
-            freeing: None,
+            state: Mutex::new(State {
+                proofs: Vec::with_capacity(n),
+                ..Default::default()
+            }),
+            freeing: Mutex::new(None),
             background_free: std::env::var("CUZK_BACKGROUND_FREE").map_or(true, |v| v != "0"),
         }
     }
@@ -148,52 +186,81 @@ impl<'a> Prover<'a> {
     /// partition's GPU work later) is waited for first, so at most one proved assignment
     /// outlives its proof beyond the memory plan's window. `CUZK_BACKGROUND_FREE=0` frees
     /// them here (for comparison).
-    fn free_beside(&mut self, parts: Vec<ProvingAssignment>) {
+    fn free_beside(&self, parts: Vec<ProvingAssignment>) {
         if !self.background_free {
             return drop(parts);
         }
-        if let Some(h) = self.freeing.take() {
+        let mut freeing = self.freeing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(h) = freeing.take() {
             let _ = h.join();
         }
         let spawned = std::thread::Builder::new()
             .name("free-assignment".into())
             .spawn(move || drop(parts));
         // Without a thread, the closure (and the parts in it) was dropped here.
-        self.freeing = spawned.ok();
+        *freeing = spawned.ok();
     }
 
-    /// The partitions at positions `pos..` of `todo`, synthesized: checked, then proved.
-    /// `next`: the partition that comes after them, when it is already synthesized.
+    /// Checks the partitions' shape against the parameters (and takes the witness's
+    /// statistics from the first).
+    fn check(&self, pos: usize, parts: &[ProvingAssignment]) -> Result<()> {
+        let run = self.run;
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        for p in parts {
+            let s = Shape::of(p);
+            ensure!(
+                state.shape.is_none() || state.shape == Some(s),
+                "partition circuits differ in shape: {s:?} vs {:?}",
+                state.shape
+            );
+            state.shape = Some(s);
+        }
+        run.srs
+            .check_circuit(state.shape.as_ref().expect("set above"))?;
+        if state.witness.is_none() {
+            let w = WitnessStats::of(&parts[0]);
+            log::debug!("witness of partition {}: {w:?}", run.todo[pos]);
+            state.witness = Some(w);
+        }
+        Ok(())
+    }
+
+    /// The partitions at positions `pos..` of `todo`, synthesized: checked, then proved on
+    /// queue `q`. `next`: the partition that comes after them, when it is already
+    /// synthesized. A single partition whose products failed comes back whole in the
+    /// error when its a, b, c were left to the backend (the recording's evaluation,
+    /// shared: cheap to keep), so that another queue can prove it; host-evaluated a, b, c
+    /// are consumed by the products (12 GB at 32GiB, freed as they go to the device).
     fn prove(
-        &mut self,
+        &self,
+        q: &mut Queue,
         pos: usize,
         mut parts: Vec<ProvingAssignment>,
         next: Option<&ProvingAssignment>,
-        t: &mut Timings,
-    ) -> Result<()> {
+    ) -> Result<(), Failed> {
         let run = self.run;
-        for p in &parts {
-            let s = Shape::of(p);
-            ensure!(
-                self.shape.is_none() || self.shape == Some(s),
-                "partition circuits differ in shape: {s:?} vs {:?}",
-                self.shape
-            );
-            self.shape = Some(s);
-        }
-        run.srs
-            .check_circuit(self.shape.as_ref().expect("set above"))?;
-        if self.witness.is_none() {
-            let w = WitnessStats::of(&parts[0]);
-            log::debug!("witness of partition {}: {w:?}", run.todo[pos]);
-            self.witness = Some(w);
-        }
+        self.check(pos, &parts)?;
         if run.cfg.stop_after == Some(Phase::Synth) {
             return Ok(());
         }
-        let products = run.backend.products(run.srs, &mut parts, next, t)?;
+        let kept = match &parts[..] {
+            [p] if matches!(p.abc, Abc::Deferred(_)) => Some(p.abc.clone()),
+            _ => None,
+        };
+        let products = match q.backend.products(run.srs, &mut parts, next, &mut q.t) {
+            Ok(p) => p,
+            Err(e) => {
+                let error = e.context(q.backend.queue_name());
+                let retry = kept.map(|abc| {
+                    let mut p = parts.pop().expect("one partition");
+                    p.abc = abc;
+                    Box::new(p)
+                });
+                return Err(Failed { error, retry });
+            }
+        };
         self.free_beside(parts);
-        let assembled = t.time("assemble proofs", || {
+        let assembled = q.t.time("assemble proofs", || {
             products
                 .iter()
                 .zip(&self.randomness[pos..])
@@ -203,7 +270,9 @@ impl<'a> Prover<'a> {
         if let Some(b) = &self.bar {
             b.inc(assembled.len() as u64);
         }
-        self.proofs
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .proofs
             .extend(run.todo[pos..].iter().copied().zip(assembled));
         Ok(())
     }
@@ -214,7 +283,8 @@ impl<'a> Prover<'a> {
 fn overlapped(
     run: &Run,
     pool: &rayon::ThreadPool,
-    prover: &mut Prover,
+    prover: &Prover,
+    queues: &mut [Queue],
     t: &mut Timings,
 ) -> Result<(Option<Arc<Pce>>, bool)> {
     use overlap_synth::{PceSource, Synthesis};
@@ -245,16 +315,17 @@ fn overlapped(
     }
     t.add(synthesis, Duration::ZERO);
     t.add(waited, Duration::ZERO);
-    let done = overlap_synth::run(
+    let done = overlap_synth::run_on(
         run.circuits,
         run.todo,
         how,
         run.window,
         pool,
-        |pos, pa, next| prover.prove(pos, vec![pa], next, t),
+        queues,
+        &|q, pos, pa, next| prover.prove(q, pos, vec![pa], next),
     )?;
     t.add(synthesis, done.synthesis);
-    t.add(waited, done.waited);
+    t.add(waited, queues.iter().map(|q| q.waited).sum());
     if let Some(d) = done.loaded {
         t.add(load, d);
     }
@@ -264,11 +335,13 @@ fn overlapped(
     Ok((done.pce, done.recorded.is_some()))
 }
 
-/// `--overlap-synth off`: batches of the plan's window, each synthesized, then proved.
+/// `--overlap-synth off`: batches of the plan's window, each synthesized, then proved: on
+/// one queue in one call, or partition by partition on several.
 fn batched(
     run: &Run,
     pool: &rayon::ThreadPool,
-    prover: &mut Prover,
+    prover: &Prover,
+    queues: &mut [Queue],
     t: &mut Timings,
 ) -> Result<(Option<Arc<Pce>>, bool)> {
     let cfg = run.cfg;
@@ -326,7 +399,28 @@ fn batched(
                 })
             })?
         };
-        prover.prove(b * run.window, parts, None, t)?;
+        let first = b * run.window;
+        if let [q] = queues {
+            let t0 = std::time::Instant::now();
+            prover.prove(q, first, parts, None).map_err(|f| f.error)?;
+            q.busy += t0.elapsed();
+            q.proved.extend(first..first + ks.len());
+            continue;
+        }
+        let mut parts = parts.into_iter().enumerate();
+        let events = gpus::Events {
+            started: &|| (),
+            proved: &|| (),
+            stop: &|| (),
+        };
+        gpus::serve(
+            &run.todo[..first + ks.len()],
+            ks.len(),
+            queues,
+            || parts.next().map(|(i, pa)| Ok((first + i, pa))),
+            &|q, pos, pa, next| prover.prove(q, pos, vec![pa], next),
+            &events,
+        )?;
     }
     Ok((pce, recorded))
 }

@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub(crate) mod devices;
 
 use anyhow::{bail, Result};
 use bellperson::groth16::{Proof, VerifyingKey};
@@ -47,13 +48,18 @@ pub(crate) struct Products {
     pub b_g2: G2Projective,
 }
 
-/// A prover backend.
-pub(crate) trait Backend {
+/// A prover backend: one device queue (devices.rs), whose `products` may run beside
+/// other queues' on threads of their own.
+pub(crate) trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Starts, in the background, whatever `products` will need from the SRS (the CUDA
     /// backend: every section decoded on the GPU), so that it overlaps synthesis.
     fn prefetch(&self, _srs: &std::sync::Arc<Srs>) -> Result<()> {
         Ok(())
+    }
+    /// The device queue's name in the report and the timeline: "GPU 1", or "CPU".
+    fn queue_name(&self) -> String {
+        "CPU".into()
     }
     /// The GPU that proved, for the report (None for the CPU, or before any proving).
     fn device(&self) -> Option<crate::report::GpuInfo> {

@@ -45,6 +45,9 @@ pub struct Report {
     pub backend: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuInfo>,
+    /// The device queues that proved (`--gpus`: one per GPU), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub circuit: Option<Shape>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,6 +83,7 @@ impl Default for Report {
             memory_plan: None,
             backend: None,
             gpu: None,
+            queues: Vec::new(),
             circuit: None,
             witness: None,
             pce: None,
@@ -205,6 +209,23 @@ pub struct GpuInfo {
     pub index: usize,
     pub name: String,
     pub memory_bytes: u64,
+}
+
+/// What one device queue did.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueInfo {
+    /// "GPU 1", or "CPU".
+    pub device: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuInfo>,
+    /// The partitions it proved, in the order it proved them.
+    pub partitions: Vec<usize>,
+    /// Seconds spent proving, and waiting for synthesized partitions.
+    pub busy_s: f64,
+    pub waited_s: f64,
+    /// Why it stopped taking partitions (its partition then went to another queue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -37,6 +37,13 @@ impl Timings {
         }
     }
 
+    /// Adds `other`'s rows (a device queue's, gpus.rs) to these.
+    pub(crate) fn absorb(&mut self, other: &Timings) {
+        for (n, d) in &other.entries {
+            self.add(n, *d);
+        }
+    }
+
     pub fn time<T>(&mut self, name: &str, f: impl FnOnce() -> T) -> T {
         let bar = self.spinners.then(|| {
             let b = ProgressBar::new_spinner();

@@ -167,6 +167,33 @@ impl Cuda {
     pub fn gpu(&self) -> Result<bool> {
         self.probe.gpu()
     }
+
+    /// How many CUDA devices the driver shows, waiting for the probe (0 without a usable
+    /// driver).
+    pub fn device_count(&self) -> usize {
+        self.probe.count()
+    }
+
+    /// The same backend on GPU `gpu` (`--gpus`): the same settings, the probe's answer and
+    /// the GPU lock shared; its own SRS copy, recording and staging on that device.
+    pub fn on_gpu(&self, gpu: usize) -> Cuda {
+        Cuda {
+            msm: self.msm,
+            b_g2: self.b_g2,
+            srs_decode: self.srs_decode,
+            gpu,
+            pin: self.pin,
+            overlap_aux: self.overlap_aux,
+            pce_eval: self.pce_eval,
+            upload_ahead: self.upload_ahead,
+            staged: Default::default(),
+            device: OnceLock::new(),
+            pce_dev: Default::default(),
+            resident: Default::default(),
+            cancel: Default::default(),
+            probe: self.probe.sibling(gpu),
+        }
+    }
 }
 
 /// B in G2 computed on the host (`--b-g2 cpu`): the products, decode time, MSM time.
@@ -215,6 +242,13 @@ impl Backend for Cuda {
 
     fn evaluates_pce(&self) -> bool {
         self.pce_eval
+    }
+
+    fn queue_name(&self) -> String {
+        match self.probe.gpu() {
+            Ok(true) => format!("GPU {}", self.gpu),
+            _ => "CPU".into(),
+        }
     }
 
     fn device(&self) -> Option<GpuInfo> {

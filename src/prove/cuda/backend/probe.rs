@@ -12,18 +12,22 @@ use super::gpu_lock::GpuLock;
 /// The GPU probe: how many CUDA devices the driver reports, found on a helper thread so
 /// that initialising the driver (≈ 0.1 s on the H200 host) overlaps reading the inputs and
 /// synthesis instead of preceding them; and what `--device` makes of the answer.
+/// A backend on another GPU of the same run (`--gpus`) gets a probe of its own that
+/// shares the first one's answer and GPU lock ([`Probe::sibling`]).
 pub(super) struct Probe {
     count: Arc<OnceLock<std::result::Result<usize, String>>>,
     thread: Option<JoinHandle<()>>,
     /// `--device auto`: without a GPU (or driver) the CPU backend proves instead.
     fallback: bool,
     pub(super) gpu: usize,
-    /// `--gpu-lock`: take bellperson's GPU lock before using the GPU (gpu_lock.rs).
+    /// `--gpu-lock`: take bellperson's GPU lock before using the GPU (gpu_lock.rs). One
+    /// lock for the process, whichever GPUs it uses (bellperson's lock is not per GPU,
+    /// and a second flock on the same file from this process would wait for the first).
     lock_gpu: bool,
-    lock: Mutex<Option<GpuLock>>,
+    lock: Arc<Mutex<Option<GpuLock>>>,
     /// Say on stderr when waiting for the lock, or when `auto` falls back to the CPU.
     quiet: bool,
-    said_cpu: AtomicBool,
+    said_cpu: Arc<AtomicBool>,
 }
 
 fn probe_count(
@@ -49,10 +53,31 @@ impl Probe {
             fallback,
             gpu,
             lock_gpu,
-            lock: Mutex::new(None),
+            lock: Default::default(),
             quiet,
-            said_cpu: AtomicBool::new(false),
+            said_cpu: Default::default(),
         })
+    }
+
+    /// The probe of a backend on GPU `gpu` of the same run: the same answer (the driver is
+    /// asked once) and the same GPU lock.
+    pub(super) fn sibling(&self, gpu: usize) -> Arc<Self> {
+        Arc::new(Probe {
+            count: self.count.clone(),
+            thread: None,
+            fallback: self.fallback,
+            gpu,
+            lock_gpu: self.lock_gpu,
+            lock: self.lock.clone(),
+            quiet: self.quiet,
+            said_cpu: self.said_cpu.clone(),
+        })
+    }
+
+    /// How many CUDA devices the driver shows (waiting for the probe); 0 without a
+    /// usable driver.
+    pub(super) fn count(&self) -> usize {
+        probe_count(&self.count).as_ref().map_or(0, |&n| n)
     }
 
     /// [`Self::gpu`], and with a GPU, the GPU lock taken (once: held until the backend
@@ -101,7 +126,7 @@ impl Probe {
             (Ok(0), false) => bail!("--device cuda: no CUDA device found (use --device cpu)"),
             (Err(e), false) => bail!("--device cuda: {e}"),
             (&Ok(n), _) if self.gpu >= n => bail!(
-                "--gpu {}: this machine has {n} CUDA device{} (numbered from 0)",
+                "GPU {}: this machine has {n} CUDA device{} (numbered from 0; see --gpus)",
                 self.gpu,
                 plural(n)
             ),
