@@ -62,7 +62,7 @@ fi
 
 pack() {
     local tmp; tmp=$(mktemp -d)
-    for t in cuda_e2e cuda_msm cuda_ntt cuda_pce cuda_field bad_input; do
+    for t in cuda_e2e cuda_msm cuda_ntt cuda_pce cuda_field bad_input gpus; do
         local f; f=$(ls -t target/release/deps/$t-* 2>/dev/null | grep -v '\.d$' | head -1)
         [ -n "$f" ] && strip -o "$tmp/$t" "$f"
     done
@@ -99,7 +99,7 @@ case "${1:-}" in
 pack) pack ;;
 check)
     setup
-    for t in ${CHECK_TESTS:-cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e}; do
+    for t in ${CHECK_TESTS:-cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e gpus}; do
         [ -x "$B/$t" ] && run "$t" "$B/$t" --nocapture
     done
     if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then

@@ -41,7 +41,7 @@ use crate::prove::{cpu, Backend, Products};
 use crate::report::{GpuInfo, Timings};
 use crate::synth::{Abc, ProvingAssignment};
 use probe::Probe;
-use resident::{decode, Decoded, Prefetch, Resident};
+use resident::{decode, Decoded, Early, Prefetch, Resident};
 use upload_ahead::Staged;
 
 /// Where B in G2 is computed (`--b-g2`).
@@ -103,6 +103,8 @@ pub struct Cuda {
     pce_dev: Mutex<Option<Arc<DevicePce>>>,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
+    /// Section h ahead of the others (`CUZK_EARLY_H`), and the bytes still to be loaded.
+    early: Early,
     /// Set when the backend is dropped: a prefetch still uploading stops at its next
     /// section (a run that fails early, on a bad C1, then ends at once).
     cancel: Arc<AtomicBool>,
@@ -139,6 +141,7 @@ impl Cuda {
             device: OnceLock::new(),
             pce_dev: Default::default(),
             resident: Default::default(),
+            early: Default::default(),
             cancel: Default::default(),
             probe: Probe::start(fallback, gpu, lock_gpu, quiet),
         }
@@ -190,6 +193,7 @@ impl Cuda {
             device: OnceLock::new(),
             pce_dev: Default::default(),
             resident: Default::default(),
+            early: Default::default(),
             cancel: Default::default(),
             probe: self.probe.sibling(gpu),
         }
@@ -233,9 +237,10 @@ impl Backend for Cuda {
             self.b_g2 == BG2::Gpu,
             self.cancel.clone(),
         );
+        let early = self.early.sender();
         let handle = std::thread::Builder::new()
             .name("srs-upload".into())
-            .spawn(move || Resident::prefetch(&srs, &probe, pin, g2, &cancel))?;
+            .spawn(move || Resident::prefetch(&srs, &probe, pin, g2, &cancel, early))?;
         *self.resident.lock().unwrap_or_else(|e| e.into_inner()) = Prefetch::Loading(handle);
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! and the NTT, `--pce-eval gpu`), then the witness MSMs L, A, B over its aux assignment,
 //! uploaded once; partition by partition with the SRS resident, else product by product.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
 use super::phases::{DeviceWork, Phase, Phases};
-use super::resident::{Decoded, Loaded};
+use super::resident::{Decoded, Loaded, Resident};
 use super::{Cuda, BG2};
 use crate::input::srs::Srs;
 use crate::prove::cuda::pce_eval::DevicePce;
@@ -70,7 +71,12 @@ impl Cuda {
         let m = pce.constraints().next_power_of_two();
         let per = PCE_SCRATCH_PER_DOMAIN_ELEMENT + if self.upload_ahead { 32 } else { 0 };
         let need = DevicePce::bytes_for(pce) + per * m;
-        let (free, _) = crate::prove::cuda::mem_info()?;
+        // With SRS sections still being uploaded (section h ahead, `CUZK_EARLY_H`): what
+        // will be free once they are resident (resident.rs, `Early`).
+        let free = match self.early.pending.load(Ordering::SeqCst) {
+            0 => crate::prove::cuda::mem_info()?.0,
+            _ => self.early.free_after.load(Ordering::SeqCst),
+        };
         if need > free {
             log::info!(
                 "--pce-eval gpu: the recording needs {need} bytes with the NTT and MSM \
@@ -213,24 +219,40 @@ impl Cuda {
             })
             .collect();
         let mut ph = Phases::default();
-        // The NTT does not read the SRS: only now wait for the sections' upload.
-        let resident = self.resident(t)?;
-        if let Some(r) = resident.as_deref() {
-            let (h, l, a, b_g1) = (
-                Loaded::Resident(&r.h),
-                Loaded::Resident(&r.l),
-                Loaded::Resident(&r.a),
-                Loaded::Resident(&r.b_g1),
-            );
-            let b_g2 = r.b_g2.as_ref().map(Loaded::Resident);
-            let witness = |o: &mut Products, p, aux: &_, ph: &mut Phases| -> Result<()> {
+        // The NTT does not read the SRS: only now wait for the sections' upload, for
+        // section h alone while the others are still on their way (`CUZK_EARLY_H`), the
+        // rest after the first H MSM.
+        let early = self.early_h(t);
+        let mut resident = match early {
+            Some(_) => None,
+            None => self.resident(t)?,
+        };
+        if let Some(h_points) = early.or_else(|| resident.as_ref().map(|r| r.h.clone())) {
+            let h = Loaded::Resident(&*h_points);
+            let witness = |o: &mut Products, p, aux: &_, r: &Resident, ph: &mut Phases| {
+                let (l, a, b_g1) = (
+                    Loaded::Resident(&r.l),
+                    Loaded::Resident(&r.a),
+                    Loaded::Resident(&r.b_g1),
+                );
                 o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, aux, w, k))?;
                 o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, aux, w, k))?;
                 o.b_g1 = ph.time(Phase::BG1, |k| query(Query::B, &b_g1, p, aux, w, k))?;
-                if let Some(b_g2) = &b_g2 {
-                    o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, b_g2, p, aux, w, k))?;
+                if let Some(b_g2) = r.b_g2.as_ref().map(Loaded::Resident) {
+                    o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &b_g2, p, aux, w, k))?;
                 }
                 Ok(())
+            };
+            // The other sections: waited for once, after the first H MSM.
+            let mut rest = |t: &mut Timings| -> Result<Arc<Resident>> {
+                if let Some(r) = &resident {
+                    return Ok(r.clone());
+                }
+                let r = self
+                    .resident(t)?
+                    .ok_or_else(|| anyhow::anyhow!("the SRS upload stopped after section h"))?;
+                resident = Some(r.clone());
+                Ok(r)
             };
             for (i, ((o, abc), p)) in out.iter_mut().zip(abc).zip(parts).enumerate() {
                 let abc = match self.h_input(abc, p, t)? {
@@ -244,7 +266,7 @@ impl Cuda {
                         self.beside_next_upload(after, &mut ph, |ph| {
                             o.h = ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
                             drop(hd);
-                            witness(o, p, &aux, ph)
+                            witness(o, p, &aux, &*rest(t)?, ph)
                         })?;
                         continue;
                     }
@@ -258,7 +280,7 @@ impl Cuda {
                         DeviceScalars::upload(&p.aux_assignment, false)
                     })?,
                 };
-                witness(o, p, &aux, &mut ph)?;
+                witness(o, p, &aux, &*rest(t)?, &mut ph)?;
             }
             ph.record(t, w.split, g2_on_gpu, true, self.overlap_aux);
             return Ok(out);

@@ -3,8 +3,8 @@
 //! too small, each section loaded for its MSMs (decoded on the device, or on the host
 //! cores with `--srs-decode cpu`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,8 @@ use crate::report::Timings;
 
 /// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`).
 pub struct Resident {
-    pub(super) h: DevicePoints<G1Affine>,
+    /// Shared: handed to the prover as soon as it is decoded (see [`Early`]).
+    pub(super) h: Arc<DevicePoints<G1Affine>>,
     pub(super) l: DevicePoints<G1Affine>,
     pub(super) a: DevicePoints<G1Affine>,
     pub(super) b_g1: DevicePoints<G1Affine>,
@@ -55,23 +56,87 @@ pub struct Prefetched {
 /// 256, CUB's scratch ≈ 128); 640 leaves room for the allocator and CUB.
 const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
 
+/// Section h before the rest (`CUZK_EARLY_H=1`; off by default until measured, see
+/// docs/PERF.md): the first partition's H (its NTT needs no SRS) and H MSM run as soon as
+/// section h is decoded, while the other sections are still uploaded (at 32GiB the prover
+/// waits 1.1–1.5 s for the whole SRS). While sections are pending, the prover's check of
+/// whether the recording fits on the device takes the memory that will be free once the
+/// SRS is resident (`free_after`), as the check does after it: the memory free now also
+/// lacks the section being decoded, and with that the first measurement evaluated the
+/// first partition's A·w, B·w, C·w on the host.
+#[derive(Default)]
+pub struct Early {
+    /// Section h, sent once decoded (dropped unsent when the SRS is not made resident).
+    pub(super) h: Mutex<Option<mpsc::Receiver<Arc<DevicePoints<G1Affine>>>>>,
+    /// Device bytes of the sections not decoded yet.
+    pub(super) pending: Arc<AtomicUsize>,
+    /// Device memory free once every section is resident (set with `pending`).
+    pub(super) free_after: Arc<AtomicUsize>,
+}
+
+impl Early {
+    /// Whether section h goes ahead (`CUZK_EARLY_H=1`; default off).
+    pub(super) fn on() -> bool {
+        std::env::var("CUZK_EARLY_H").is_ok_and(|v| v == "1")
+    }
+
+    /// The prefetch thread's side: section h's sender when it goes ahead (the receiver
+    /// kept here), and the counts.
+    pub(super) fn sender(&self) -> EarlySender {
+        let h = Self::on().then(|| {
+            let (tx, rx) = mpsc::sync_channel(1);
+            *self.h.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+            tx
+        });
+        EarlySender {
+            h,
+            pending: self.pending.clone(),
+            free_after: self.free_after.clone(),
+        }
+    }
+}
+
+/// What the prefetch thread tells the prover early ([`Early`]).
+pub(super) struct EarlySender {
+    h: Option<mpsc::SyncSender<Arc<DevicePoints<G1Affine>>>>,
+    pending: Arc<AtomicUsize>,
+    free_after: Arc<AtomicUsize>,
+}
+
 impl Resident {
-    /// Every section, in the order the MSMs use them; stops (with an error no one sees)
-    /// before the next section once `cancel` is set.
-    fn load(srs: &Srs, pin: bool, g2: bool, cancel: &AtomicBool) -> Result<Self> {
+    /// Every section, in the order the MSMs use them, h sent to `early_h` as soon as it is
+    /// decoded and each section's bytes taken off `pending`; stops (with an error no one
+    /// sees) before the next section once `cancel` is set.
+    fn load(
+        srs: &Srs,
+        pin: bool,
+        g2: bool,
+        cancel: &AtomicBool,
+        early_h: Option<mpsc::SyncSender<Arc<DevicePoints<G1Affine>>>>,
+        pending: &AtomicUsize,
+    ) -> Result<Self> {
         let decode = |s: &Section| {
             anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
-            decode_section(srs, s, pin)
+            let d = decode_section(srs, s, pin)?;
+            pending.fetch_sub(s.count * s.point_size, Ordering::SeqCst);
+            Ok(d)
         };
+        let h = Arc::new(decode(&srs.h)?);
+        if let Some(tx) = early_h {
+            log::info!("SRS section h resident");
+            let _ = tx.send(h.clone()); // the prover may be gone (a failed run)
+        }
         let r = Resident {
-            h: decode(&srs.h)?,
+            h,
             l: decode(&srs.l)?,
             a: decode(&srs.a)?,
             b_g1: decode(&srs.b_g1)?,
             b_g2: match g2 {
                 true => {
                     anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
-                    Some(decode_section(srs, &srs.b_g2, pin)?)
+                    let d = decode_section(srs, &srs.b_g2, pin)?;
+                    pending.fetch_sub(srs.b_g2.count * srs.b_g2.point_size, Ordering::SeqCst);
+                    Some(d)
                 }
                 false => None,
             },
@@ -102,6 +167,7 @@ impl Resident {
         pin: bool,
         g2: bool,
         cancel: &AtomicBool,
+        early: EarlySender,
     ) -> Result<Prefetched> {
         let t0 = Instant::now();
         if !probe.claim(false)? {
@@ -135,7 +201,13 @@ impl Resident {
         }
         let t1 = Instant::now();
         log::info!("SRS upload starts");
-        let resident = Some(Self::load(srs, pin, g2, cancel)?);
+        early.free_after.store(free - bytes, Ordering::SeqCst);
+        early.pending.store(bytes, Ordering::SeqCst);
+        let loaded = Self::load(srs, pin, g2, cancel, early.h, &early.pending);
+        if loaded.is_err() {
+            early.pending.store(0, Ordering::SeqCst);
+        }
+        let resident = Some(loaded?);
         log::info!(
             "SRS resident on the GPU ({:.3} s)",
             t1.elapsed().as_secs_f64()
@@ -212,6 +284,24 @@ pub(super) fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Du
 }
 
 impl Cuda {
+    /// Section h, while the other sections are still being loaded ([`Early`]): waits for
+    /// h only. None when the SRS is not being loaded (resident already, or per MSM), or is
+    /// not made resident after all: the caller then waits for [`Self::resident`].
+    pub(super) fn early_h(&self, t: &mut Timings) -> Option<Arc<DevicePoints<G1Affine>>> {
+        let loading = matches!(
+            &*self.resident.lock().unwrap_or_else(|e| e.into_inner()),
+            Prefetch::Loading(_)
+        );
+        let rx = self
+            .early
+            .h
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let rx = rx.filter(|_| loading)?;
+        t.time("wait for the GPU prefetch (section h)", || rx.recv().ok())
+    }
+
     /// The resident SRS, waiting for its loading thread if needed; None when sections are
     /// loaded per MSM.
     pub(super) fn resident(&self, t: &mut Timings) -> Result<Option<Arc<Resident>>> {
