@@ -180,7 +180,7 @@ pub struct ProveArgs {
     /// shows), or a comma-separated list of indices such as 0,2. Each GPU keeps its own
     /// copy of the parameters and takes the next synthesized partition when it is free;
     /// the proofs are the same as on one GPU. A GPU listed twice gets two queues (for
-    /// testing).
+    /// testing only: each checks the room for its copy as if it were alone).
     #[arg(
         help_heading = "Device",
         long,

@@ -119,7 +119,8 @@ pub(crate) fn serve(
     let line = Mutex::new(Line {
         ready: VecDeque::new(),
         proved: 0,
-        live: queues.len(),
+        // A queue that failed in an earlier call (a batch before) takes no more.
+        live: queues.iter().filter(|q| q.failed.is_none()).count(),
         started: false,
         error: None,
         stopped: false,
@@ -127,7 +128,13 @@ pub(crate) fn serve(
     let more = Condvar::new();
     let lock = || line.lock().unwrap_or_else(|e| e.into_inner());
     std::thread::scope(|s| {
+        if lock().live == 0 {
+            lock().fail(anyhow!("no device queue is left to prove on"), events);
+        }
         for (i, q) in queues.iter_mut().enumerate() {
+            if q.failed.is_some() {
+                continue;
+            }
             let (line, more) = (&line, &more);
             let work = move || work(i, q, todo, n, line, more, prove, events);
             if let Err(e) = std::thread::Builder::new()
@@ -215,7 +222,15 @@ fn work(
             (events.started)(); // as close to the prover's start as can be
         }
         let t = Instant::now();
-        let r = prove(q, pos, pa, next);
+        // A panic in the prover (its code, not the device's) ends the run like an error
+        // instead of leaving the other queues and synthesis waiting for this partition.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prove(q, pos, pa, next)))
+            .unwrap_or_else(|p| {
+                Err(Failed::from(anyhow!(
+                    "the prover panicked: {}",
+                    crate::panics::message(&p)
+                )))
+            });
         q.busy += t.elapsed();
         let mut l = lock();
         match r {
@@ -409,6 +424,72 @@ mod tests {
         let o = schedule(4, 1, |_, pos| pos == 2, true, false);
         assert!(o.result.is_err());
         assert_eq!(o.proved[0], vec![0, 1]);
+    }
+
+    #[test]
+    fn a_panic_in_the_prover_ends_the_run() {
+        for queues in [1, 2] {
+            let cpu = Cpu;
+            let mut qs: Vec<Queue> = (0..queues).map(|_| Queue::new(&cpu)).collect();
+            let mut next = 0;
+            let source = || {
+                (next < 4).then(|| {
+                    next += 1;
+                    Ok((next - 1, part(next - 1)))
+                })
+            };
+            let prove = |_: &mut Queue, pos: usize, _, _: Option<&_>| {
+                assert!(pos != 1, "planted panic");
+                Ok(())
+            };
+            let events = Events {
+                started: &|| (),
+                proved: &|| (),
+                stop: &|| (),
+            };
+            let e = serve(&[10, 11, 12, 13], 4, &mut qs, source, &prove, &events).unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(
+                msg.starts_with("partition 11: the prover panicked: planted panic"),
+                "{msg}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_queue_that_failed_in_one_call_takes_nothing_in_the_next() {
+        // Batches (--overlap-synth off): one serve call each, the same queues; queue 1
+        // failed in an earlier one.
+        let cpu = Cpu;
+        let mut qs = vec![Queue::new(&cpu), Queue::new(&cpu)];
+        qs[1].t.add("broken", Duration::ZERO);
+        qs[1].failed = Some("partition 0: device broke".into());
+        let events = Events {
+            started: &|| (),
+            proved: &|| (),
+            stop: &|| (),
+        };
+        let prove = |q: &mut Queue, _, _, _: Option<&_>| {
+            assert!(
+                q.t.get("broken").is_none(),
+                "a failed queue was given a partition"
+            );
+            Ok(())
+        };
+        for batch in 0..3 {
+            let mut given = 0;
+            let source = || {
+                given += 1;
+                (given <= 2).then(|| Ok((batch * 2 + given - 1, part(batch * 2 + given - 1))))
+            };
+            serve(&[0, 1, 2, 3, 4, 5], 2, &mut qs, source, &prove, &events).unwrap();
+        }
+        assert!(qs[1].proved.is_empty());
+        assert_eq!(qs[0].proved, [0, 1, 2, 3, 4, 5]);
+        // Only failed queues: the call fails at once.
+        qs[0].failed = Some("gone".into());
+        let e = serve(&[0], 1, &mut qs, || Some(Ok((0, part(0)))), &prove, &events).unwrap_err();
+        assert_eq!(e.to_string(), "no device queue is left to prove on");
     }
 
     #[test]
