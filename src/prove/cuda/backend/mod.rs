@@ -128,11 +128,24 @@ impl Cuda {
         lock_gpu: bool,
         quiet: bool,
     ) -> Self {
+        let probe = Probe::start(fallback, gpu, lock_gpu, quiet);
+        Self::with_probe(msm, b_g2, srs_decode, pin, probe)
+    }
+
+    /// A backend on the probe's GPU, with the switches at their defaults and nothing on
+    /// the device yet.
+    fn with_probe(
+        msm: Msm,
+        b_g2: BG2,
+        srs_decode: SrsDecode,
+        pin: bool,
+        probe: Arc<Probe>,
+    ) -> Self {
         Cuda {
             msm,
             b_g2,
             srs_decode,
-            gpu,
+            gpu: probe.gpu,
             pin,
             overlap_aux: true,
             pce_eval: true,
@@ -143,7 +156,7 @@ impl Cuda {
             resident: Default::default(),
             early: Default::default(),
             cancel: Default::default(),
-            probe: Probe::start(fallback, gpu, lock_gpu, quiet),
+            probe,
         }
     }
 
@@ -180,23 +193,11 @@ impl Cuda {
     /// The same backend on GPU `gpu` (`--gpus`): the same settings, the probe's answer and
     /// the GPU lock shared; its own SRS copy, recording and staging on that device.
     pub fn on_gpu(&self, gpu: usize) -> Cuda {
-        Cuda {
-            msm: self.msm,
-            b_g2: self.b_g2,
-            srs_decode: self.srs_decode,
-            gpu,
-            pin: self.pin,
-            overlap_aux: self.overlap_aux,
-            pce_eval: self.pce_eval,
-            upload_ahead: self.upload_ahead,
-            staged: Default::default(),
-            device: OnceLock::new(),
-            pce_dev: Default::default(),
-            resident: Default::default(),
-            early: Default::default(),
-            cancel: Default::default(),
-            probe: self.probe.sibling(gpu),
-        }
+        let probe = self.probe.sibling(gpu);
+        Self::with_probe(self.msm, self.b_g2, self.srs_decode, self.pin, probe)
+            .overlap_aux(self.overlap_aux)
+            .upload_ahead(self.upload_ahead)
+            .pce_eval(self.pce_eval)
     }
 }
 
