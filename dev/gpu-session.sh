@@ -168,7 +168,14 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     D=$(df --output=avail,target / /tmp /root "$PWD" 2>/dev/null | tail -n +2 | sort -n | tail -1 | awk '{print $2}')
     D=${D%/}/cuzk32
     mkdir -p "$D/p32" "$D/pce"
-    { df -h / /tmp /dev/shm "$D"; free -g; nproc; } > "$OUT/machine.txt" 2>&1
+    # Hosts of one kind differ by up to 30 % (docs/PERF.md): what each one was.
+    { df -h / /tmp /dev/shm "$D"; free -g; nproc; uname -r
+      grep -m1 'model name' /proc/cpuinfo
+      for f in enabled defrag; do
+          echo "thp $f: $(cat /sys/kernel/mm/transparent_hugepage/$f 2>/dev/null)"
+      done
+      nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,pcie.link.gen.max,pcie.link.width.current,persistence_mode --format=csv 2>/dev/null
+    } > "$OUT/machine.txt" 2>&1
     mkdir -p "$B"; [ -x "$B/cuzk-prove" ] || tar xzf .gpu/bins.tgz -C "$B"
     gen_done() { grep -q '^rc=' "$D/gen.log" 2>/dev/null; }
     if [ "$1" = full32-gen ]; then

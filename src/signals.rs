@@ -6,7 +6,7 @@
 //!   default action would, so the caller still sees "killed by SIGINT". A thread of its own
 //!   waits for them (signal-hook's iterator), so the cleanup is ordinary code.
 //! - **SIGBUS**: reading a memory-mapped file that was truncated or rewritten in place while
-//!   the run uses it (the parameters, a recording being loaded) faults. Instead of a silent
+//!   the run uses it (the parameters, a loaded recording) faults. Instead of a silent
 //!   kill, the handler writes one line naming the file and exits with status 1. It may only
 //!   use async-signal-safe calls, so the mapped ranges and their lines are kept in fixed
 //!   atomic slots (no allocation), filled when the file is mapped.

@@ -216,6 +216,23 @@ fn a_recording_cut_short_is_never_used_and_is_replaced() {
         }
     }
     assert!(std::fs::read(recording(&dir)).unwrap() == good);
+    // A file of format 2, as cuzk-prove wrote before its arrays were aligned for use in
+    // place: recorded anew in the current format once, then used.
+    let mut older = good.clone();
+    older[..8].copy_from_slice(b"CUZKPCE2");
+    std::fs::write(recording(&dir), &older).unwrap();
+    let synth_only = [OsStr::new("--stop-after"), OsStr::new("synth")];
+    let err = ok(&plain(&dir, &out, &synth_only).output().unwrap());
+    assert!(
+        err.contains(
+            "(file format 2, its arrays not aligned for use in place): not used; the \
+                      circuit is recorded anew"
+        ),
+        "{err}"
+    );
+    assert!(std::fs::read(recording(&dir)).unwrap() == good);
+    let err = ok(&plain(&dir, &out, &synth_only).output().unwrap());
+    assert!(!err.contains("recorded anew"), "{err}");
 }
 
 /// The audit's case: one bit of B's aux density moved within a word (its frame intact, its

@@ -2,8 +2,9 @@
 //! proved), chosen from the memory the run may use, so that no sector size runs the host
 //! out of memory. The budget is the memory actually available — the cgroup's limit less
 //! its use where one is set, else the kernel's MemAvailable — or `--memory-budget SIZE`.
-//! Mapped files (the parameters, the recording while it is read) are page cache, not
-//! budget: what is counted is the process's own (anonymous) memory.
+//! Mapped files (the parameters, a recording loaded from its file: its arrays are used in
+//! place) are page cache, not budget: what is counted is the process's own (anonymous)
+//! memory.
 //!
 //! The counts come from the parameters' header (domain, aux variables); the bytes per
 //! item are the vectors the pipeline holds (docs/ARCHITECTURE.md has the table):
@@ -13,8 +14,9 @@
 //!   C·w, 96 B per constraint;
 //! - a full synthesis (`--pce off`): a, b, c and aux in vectors that grow by doubling,
 //!   192 B per constraint and 64 B per aux variable;
-//! - fixed: the recording on the host (its file's size, or ≈ 70 B per domain element
-//!   before one exists; twice that while a new one's blocks are joined), the CPU
+//! - fixed: the recording (its file's size, or ≈ 70 B per domain element before one
+//!   exists; twice that while a new one's blocks are joined; a loaded one is its file's
+//!   mapping, but is counted still: a file whose digest fails at load is recorded anew), the CPU
 //!   prover's a, b, c and FFT (96 B per domain element; the GPU's prover holds none),
 //!   and the process's base (the parsed C1 and ~1 GiB).
 

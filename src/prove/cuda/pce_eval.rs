@@ -73,7 +73,8 @@ impl DevicePce {
             let table = pce.coeff_table();
             let mut raw = std::ptr::null_mut();
             // SAFETY: each matrix holds rows + 1 offsets and nnz columns and indices, every
-            // index in range (Pce's invariant: recorded, or checked when loaded); Scalar is
+            // index in range (Pce's invariant: recorded, or checked when loaded, its file
+            // unchanged since: checked below, before a kernel reads the copy); Scalar is
             // #[repr(transparent)] over blst_fr, the device's FrMont.
             super::call(|e, l| unsafe {
                 ffi::cuzk_pce_new(
@@ -89,11 +90,19 @@ impl DevicePce {
                     l,
                 )
             })?;
-            Ok(Self {
+            // The kernels index with the copied values: they must be the checked ones (a
+            // failure frees the copy). From now on the device's copy is read, not the
+            // host's pages.
+            let copy = Self {
                 raw,
                 pce: Arc::clone(pce),
                 emulated: emulate,
-            })
+            };
+            pce.unchanged()?;
+            if !emulate {
+                pce.release_pages();
+            }
+            Ok(copy)
         }
         #[cfg(not(cuzk_cuda))]
         {

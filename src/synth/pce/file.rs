@@ -1,26 +1,30 @@
-//! The recording's file, format 2, little-endian:
+//! The recording's file, format 3, little-endian:
 //!
 //! | field | bytes |
 //! |---|---|
-//! | magic `CUZKPCE2` | 8 |
+//! | magic `CUZKPCE3` | 8 |
 //! | identity ([`Identity`]): the verifying key's digest, then the circuit's version, each a u64 length and UTF-8 (≤ 1 KiB) | 16 + … |
 //! | inputs, aux, rows, distinct coefficients | 4 × 8 |
 //! | the coefficient table | 32 each |
 //! | A's aux, B's input, B's aux densities: each its length, then its 64-bit words | … |
-//! | A, B, C: each its term count, row offsets (u64, rows + 1), columns, coefficient indices (u32) | … |
+//! | A, B, C: each zero bytes up to a multiple of 8 from the file's start, its term count, row offsets (u64, rows + 1), columns, coefficient indices (u32) | … |
 //! | BLAKE3 of every byte before it | 32 |
 //!
 //! A recording is used only for the circuit and the parameters it was made for, and only
 //! intact: [`Pce::load`] refuses another identity, then hashes the whole file on all
-//! threads (BLAKE3's tree: the save's serial hash, in parallel) before decoding anything;
-//! the callers record anew and replace a refused file. A format-1 file (`CUZKPCE1`, no
-//! identity, no digest) is refused like a damaged one. [`Pce::probe`] checks the header
-//! and the frame in microseconds. Written through an unpredictable temporary file in the
-//! same directory, synced, then renamed into place (a reader never sees a partial file);
-//! read through a memory map, each array decoded by all threads.
+//! threads (BLAKE3's tree: the save's serial hash, in parallel) before reading anything
+//! else; the callers record anew and replace a refused file. Files of formats 1
+//! (`CUZKPCE1`, no identity, no digest) and 2 (`CUZKPCE2`, arrays not aligned) are
+//! refused like damaged ones. [`Pce::probe`] checks the header and the frame in
+//! microseconds. Written through an unpredictable temporary file in the same directory,
+//! synced, then renamed into place (a reader never sees a partial file, and a mapped file
+//! never changes); read through a memory map that the loaded recording keeps: the
+//! matrices' arrays, aligned by their padding, are used where they lie (`array.rs`), each
+//! checked by all threads; the small rest is decoded.
 
 use std::ops::Range;
 
+use super::array::{Array, MappedFile, Plain};
 use super::*;
 
 /// What [`Pce::save`] did.
@@ -64,9 +68,17 @@ impl Identity {
 /// One named byte range of a recording file ([`Pce::frame`]).
 pub type Section = (&'static str, Range<u64>);
 
-const MAGIC: &[u8; 8] = b"CUZKPCE2";
-/// Format 1: no identity, no digest.
-const MAGIC_V1: &[u8; 8] = b"CUZKPCE1";
+const MAGIC: &[u8; 8] = b"CUZKPCE3";
+/// Older formats, and what they lacked.
+const OLDER: [(&[u8; 8], &str); 2] = [
+    (b"CUZKPCE1", "file format 1, without a digest"),
+    (
+        b"CUZKPCE2",
+        "file format 2, its arrays not aligned for use in place",
+    ),
+];
+/// The matrices' arrays start at multiples of this from the file's start.
+const ALIGN: u64 = 8;
 /// The longest identity field.
 const MAX_TEXT: usize = 1024;
 /// The longest header: magic, two identity fields, four counts.
@@ -90,12 +102,11 @@ impl Header {
     /// of it), its counts held against the file's `size`: a damaged header gives an
     /// error, never an allocation of that size.
     fn parse(bytes: &[u8], size: u64) -> Result<Self> {
-        let mut f = Cursor(bytes);
+        let mut f = Cursor::new(bytes, 0);
         let magic = f.take(8)?;
-        ensure!(
-            magic != MAGIC_V1,
-            "written by an older cuzk-prove (file format 1, without a digest)"
-        );
+        for (older, lacks) in OLDER {
+            ensure!(magic != older, "written by an older cuzk-prove ({lacks})");
+        }
         ensure!(
             magic == MAGIC,
             "not a cuzk-prove PCE file (or another version)"
@@ -114,7 +125,7 @@ impl Header {
                 && fits(rows.saturating_add(1), 24),
             "implausible header"
         );
-        let len = (bytes.len() - f.0.len()) as u64;
+        let len = f.at;
         Ok(Self {
             id,
             inputs,
@@ -140,9 +151,11 @@ impl Header {
             at = push(name, 8 + 8 * len.div_ceil(64));
         }
         for names in MATRICES {
-            let nnz = u64_at(at)?;
+            let pad = padding(at);
+            let nnz = u64_at(at + pad)?;
             ensure!(nnz < size, "implausible term count");
-            push(names[0], 8 + 8 * (self.rows + 1));
+            // The padding is counted in the row offsets' section.
+            push(names[0], pad + 8 + 8 * (self.rows + 1));
             push(names[1], 4 * nnz);
             at = push(names[2], 4 * nnz);
         }
@@ -161,6 +174,11 @@ const MATRICES: [[&str; 3]; 3] = [
     ["B row offsets", "B columns", "B coefficient indices"],
     ["C row offsets", "C columns", "C coefficient indices"],
 ];
+
+/// Zero bytes from file offset `at` to the next multiple of [`ALIGN`].
+fn padding(at: u64) -> u64 {
+    at.next_multiple_of(ALIGN) - at
+}
 
 /// BLAKE3 of `bytes`, hashed by all threads of the current pool.
 fn digest(bytes: &[u8]) -> blake3::Hash {
@@ -218,6 +236,7 @@ impl Pce {
 
     /// Everything but the digest.
     fn write_to(&self, f: &mut impl Write, id: &Identity) -> Result<()> {
+        let f = &mut Tally { inner: f, at: 0 };
         f.write_all(MAGIC)?;
         for text in [&id.vk_digest, &id.circuit] {
             ensure!(
@@ -243,6 +262,7 @@ impl Pce {
             write_all(f, d.words())?;
         }
         for m in [&self.a, &self.b, &self.c] {
+            f.write_all(&vec![0u8; padding(f.at) as usize])?;
             f.write_all(&(m.cols.len() as u64).to_le_bytes())?;
             write_all(f, &m.row_start)?;
             write_all(f, &m.cols)?;
@@ -267,40 +287,40 @@ impl Pce {
     }
 
     /// Reads the recording for `id` that [`Self::save`] wrote. The file is memory-mapped,
-    /// its identity checked, the whole of it hashed and each array decoded by all threads
-    /// of the current pool (a 32GiB recording is 9 GB: read through one buffer it took
-    /// 10.5 s on the H200 host, the whole run's first critical step once witnesses became
-    /// fast; docs/PERF.md, session 20).
+    /// its identity checked, the whole of it hashed by all threads of the current pool,
+    /// and the recording returned keeps the mapping: its matrices are the file's bytes,
+    /// not a copy (a 32GiB recording is 9 GB: read through one buffer it took 10.5 s on
+    /// the H200 host, the whole run's first critical step once witnesses became fast;
+    /// then, decoded into vectors by all threads, 1.1–1.3 s; docs/PERF.md).
     pub fn load(path: &Path, id: &Identity) -> Result<Self> {
         let read = || -> Result<Self> {
             ensure!(std::fs::metadata(path)?.is_file(), "not a regular file");
-            let file = std::fs::File::open(path)?;
-            // SAFETY: the cache file is only ever replaced by a rename, never written in
-            // place, so the mapping does not change under us; every read below is bounds
-            // checked against the mapping's length.
-            let map = unsafe { memmap2::Mmap::map(&file)? };
-            let _named = crate::signals::Mapped::register(&map, path);
-            let h = Header::parse(&map[..], map.len() as u64)?;
+            // Every read below is bounds checked against the mapping's length; the
+            // arrays are used after this check for the rest of the run (see array.rs).
+            let map = MappedFile::new(std::fs::File::open(path)?, path)?;
+            let bytes = map.bytes();
+            let h = Header::parse(bytes, bytes.len() as u64)?;
             id.check(&h.id)?;
-            let body = map
+            let body = bytes
                 .len()
                 .checked_sub(DIGEST)
                 .filter(|&n| n as u64 >= h.len)
                 .context("the file ends early")?;
-            let (body, stored) = map.split_at(body);
+            let (body, stored) = bytes.split_at(body);
             ensure!(
                 digest(body) == *stored,
                 "its bytes do not match their digest (damaged)"
             );
-            Self::decode(Cursor(&body[h.len as usize..]), &h)
+            Self::decode(Cursor::new(&body[h.len as usize..], h.len), &h, &map)
         };
         read().with_context(|| format!("pre-compiled constraint system {}", path.display()))
     }
 
-    /// The arrays after header `h`, each decoded by all threads and checked (densities of
-    /// the variable counts, row offsets in order, columns and coefficient indices in
-    /// range): an intact file of a buggy writer still gives an error, not a panic.
-    fn decode(mut f: Cursor, h: &Header) -> Result<Self> {
+    /// The arrays after header `h`: the matrices' in `map` where they lie, the rest
+    /// decoded; each checked by all threads (densities of the variable counts, row
+    /// offsets in order, columns and coefficient indices in range): an intact file of a
+    /// buggy writer still gives an error, not a panic.
+    fn decode(mut f: Cursor, h: &Header, map: &Arc<MappedFile>) -> Result<Self> {
         let coeffs = f
             .take(h.ncoeffs as usize * 32)?
             .chunks_exact(32)
@@ -312,10 +332,10 @@ impl Pce {
         let a_aux_density = f.density(h.aux)?;
         let b_input_density = f.density(h.inputs)?;
         let b_aux_density = f.density(h.aux)?;
-        let a = f.csr(h)?;
-        let b = f.csr(h)?;
-        let c = f.csr(h)?;
-        ensure!(f.0.is_empty(), "trailing bytes");
+        let a = f.csr(h, map)?;
+        let b = f.csr(h, map)?;
+        let c = f.csr(h, map)?;
+        ensure!(f.rest.is_empty(), "trailing bytes");
         Ok(Self {
             inputs: h.inputs as usize,
             aux: h.aux as usize,
@@ -358,27 +378,23 @@ fn frame(path: &Path, id: Option<&Identity>) -> Result<(Identity, Vec<Section>)>
     check().with_context(|| format!("pre-compiled constraint system {}", path.display()))
 }
 
-/// Fixed-width little-endian integers, for the file's arrays.
-trait Le: Copy {
-    const SIZE: usize;
+/// The file's integers written little-endian (read by [`Plain::from_le`]).
+trait Le: Plain {
+    const SIZE: usize = std::mem::size_of::<Self>();
     fn put(self, out: &mut Vec<u8>);
-    fn get(b: &[u8]) -> Self;
 }
 
-macro_rules! le {
-    ($($t:ty),*) => {$(
-        impl Le for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().unwrap())
-            }
-        }
-    )*};
+impl Le for u32 {
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
 }
-le!(u32, u64);
+
+impl Le for u64 {
+    fn put(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+}
 
 const ARRAY_CHUNK: usize = 1 << 16;
 
@@ -392,19 +408,62 @@ fn write_all<T: Le>(f: &mut impl Write, v: &[T]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The unread rest of a mapped recording.
-struct Cursor<'a>(&'a [u8]);
+/// A writer that counts the bytes it passes on (the padding depends on the offset).
+struct Tally<'w, W> {
+    inner: &'w mut W,
+    at: u64,
+}
+
+impl<W: Write> Write for Tally<'_, W> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(b)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The unread rest of a recording, which starts at byte `at` of its file.
+struct Cursor<'a> {
+    rest: &'a [u8],
+    at: u64,
+}
 
 impl<'a> Cursor<'a> {
+    fn new(rest: &'a [u8], at: u64) -> Self {
+        Self { rest, at }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        ensure!(n <= self.0.len(), "the file ends early");
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
+        ensure!(n <= self.rest.len(), "the file ends early");
+        let (head, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        self.at += n as u64;
         Ok(head)
     }
 
+    /// The padding before an aligned array: zero bytes.
+    fn padding(&mut self) -> Result<()> {
+        let pad = self.take(padding(self.at) as usize)?;
+        ensure!(pad.iter().all(|&b| b == 0), "padding that is not zero");
+        Ok(())
+    }
+
+    /// `n` values of `map`'s, from here on: in place (see `array.rs`).
+    fn mapped<T: Plain>(&mut self, n: usize, map: &Arc<MappedFile>) -> Result<Array<T>> {
+        let at = self.at as usize;
+        let len = n
+            .checked_mul(std::mem::size_of::<T>())
+            .context("implausible length")?;
+        self.take(len)?;
+        Array::mapped(map, at..at + len).context("the file ends early")
+    }
+
     fn u64(&mut self) -> Result<u64> {
-        Ok(u64::get(self.take(8)?))
+        Ok(<u64 as Plain>::from_le(self.take(8)?))
     }
 
     /// An identity field: its length, then UTF-8.
@@ -416,10 +475,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// `n` little-endian values, decoded in parallel straight into the vector.
-    fn array<T: Le + Send>(&mut self, n: usize) -> Result<Vec<T>> {
+    fn array<T: Le>(&mut self, n: usize) -> Result<Vec<T>> {
         let bytes = self.take(n.checked_mul(T::SIZE).context("implausible length")?)?;
         let mut out = Vec::with_capacity(n);
-        out.par_extend(bytes.par_chunks_exact(T::SIZE).map(T::get));
+        out.par_extend(bytes.par_chunks_exact(T::SIZE).map(T::from_le));
         Ok(out)
     }
 
@@ -433,14 +492,16 @@ impl<'a> Cursor<'a> {
         Density::from_words(words, len as usize)
     }
 
-    /// A matrix of `h.rows` rows: its term count, row offsets, columns and coefficient
-    /// indices, each checked.
-    fn csr(&mut self, h: &Header) -> Result<Csr> {
+    /// A matrix of `h.rows` rows in `map`: its padding, term count, row offsets, columns
+    /// and coefficient indices, each checked.
+    fn csr(&mut self, h: &Header, map: &Arc<MappedFile>) -> Result<Csr> {
+        self.padding()?;
         let nnz = self.u64()? as usize;
         let rows = h.rows as usize;
-        let row_start: Vec<u64> = self.array(rows.checked_add(1).context("implausible header")?)?;
-        let cols: Vec<u32> = self.array(nnz)?;
-        let coeffs: Vec<u32> = self.array(nnz)?;
+        let row_start: Array<u64> =
+            self.mapped(rows.checked_add(1).context("implausible header")?, map)?;
+        let cols: Array<u32> = self.mapped(nnz, map)?;
+        let coeffs: Array<u32> = self.mapped(nnz, map)?;
         ensure!(
             row_start[0] == 0
                 && row_start.par_windows(2).all(|w| w[0] <= w[1])

@@ -1,6 +1,7 @@
 //! The recording's file (file.rs): a round trip, one flipped byte anywhere refused by the
-//! load, a recording for another key or circuit refused by the probe and the load, and a
-//! format-1 file refused by both.
+//! load, a recording for another key or circuit refused by the probe and the load, files
+//! of the older formats refused by both, and the loaded matrices read where they lie in
+//! the file.
 
 use std::path::PathBuf;
 
@@ -34,7 +35,22 @@ fn a_recording_round_trips_and_its_sections_cover_the_file() {
     let path = dir.join("x.pce");
     let pce = tiny();
     assert_eq!(pce.save(&path, false, &id()).unwrap(), Saved::Written);
-    assert!(Pce::load(&path, &id()).unwrap() == pce);
+    let loaded = Pce::load(&path, &id()).unwrap();
+    assert!(loaded == pce);
+    // The matrices are the file's bytes (format 3 aligns them), the recording made in
+    // memory has its own vectors.
+    for m in [&loaded.a, &loaded.b, &loaded.c] {
+        assert!(m.row_start.is_mapped() && m.cols.is_mapped() && m.coeffs.is_mapped());
+    }
+    assert!(!pce.a.cols.is_mapped());
+    // A copy shares the mapping; the file stays mapped while either lives.
+    let copy = loaded.clone();
+    // Its pages dropped from the process (as once on the GPU): read again from the file.
+    loaded.release_pages();
+    assert!(loaded == pce);
+    drop(loaded);
+    assert!(copy == pce && copy.c.coeffs.is_mapped());
+    drop(copy);
     Pce::probe(&path, &id()).unwrap();
     let (found, sections) = Pce::frame(&path).unwrap();
     assert_eq!(found, id());
@@ -132,18 +148,95 @@ fn a_recording_for_another_key_or_circuit_is_refused() {
 }
 
 #[test]
-fn a_format_1_file_is_refused() {
-    let dir = scratch("v1");
+fn files_of_the_older_formats_are_refused() {
+    let dir = scratch("older");
     let path = dir.join("x.pce");
     tiny().save(&path, false, &id()).unwrap();
-    let mut b = std::fs::read(&path).unwrap();
-    b[..8].copy_from_slice(b"CUZKPCE1");
-    std::fs::write(&path, &b).unwrap();
-    for err in [
-        error(Pce::load(&path, &id())),
-        error(Pce::probe(&path, &id())),
+    let good = std::fs::read(&path).unwrap();
+    for (magic, needle) in [
+        (
+            b"CUZKPCE1",
+            "older cuzk-prove (file format 1, without a digest)",
+        ),
+        (
+            b"CUZKPCE2",
+            "older cuzk-prove (file format 2, its arrays not aligned",
+        ),
     ] {
-        assert!(err.contains("file format 1, without a digest"), "{err}");
+        let mut b = good.clone();
+        b[..8].copy_from_slice(magic);
+        std::fs::write(&path, &b).unwrap();
+        for err in [
+            error(Pce::load(&path, &id())),
+            error(Pce::probe(&path, &id())),
+        ] {
+            assert!(err.contains(needle), "{err}");
+        }
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_matrices_start_aligned_after_zero_padding() {
+    let dir = scratch("aligned");
+    // Identities of every length modulo 8 move the arrays after them.
+    for extra in 0..8 {
+        let path = dir.join(format!("x{extra}.pce"));
+        let id = Identity {
+            circuit: format!("{}{}", id().circuit, "x".repeat(extra)),
+            ..id()
+        };
+        tiny().save(&path, false, &id).unwrap();
+        let (_, sections) = Pce::frame(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let loaded = Pce::load(&path, &id).unwrap();
+        assert!(
+            loaded == tiny() && loaded.a.row_start.is_mapped(),
+            "{extra}"
+        );
+        let offsets = sections.iter().filter(|s| s.0.ends_with("row offsets"));
+        for ((name, r), nnz) in offsets.zip(loaded.nnz()) {
+            // The section is the padding, the term count at a multiple of 8, the offsets.
+            let at = r.start.next_multiple_of(8) as usize;
+            assert!(
+                bytes[r.start as usize..at].iter().all(|&b| b == 0),
+                "{name}: padding"
+            );
+            let count = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+            assert_eq!(
+                count, nnz as u64,
+                "{name}: the term count after the padding"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn padding_that_is_not_zero_is_refused() {
+    let dir = scratch("padding");
+    // An identity that leaves A's arrays 1 byte short of a multiple of 8: 7 padding bytes.
+    let (path, sections) = (0..8)
+        .find_map(|extra| {
+            let path = dir.join(format!("x{extra}.pce"));
+            let id = Identity {
+                circuit: format!("{}{}", id().circuit, "x".repeat(extra)),
+                ..id()
+            };
+            tiny().save(&path, false, &id).unwrap();
+            let (_, sections) = Pce::frame(&path).unwrap();
+            (sections[5].1.start % 8 == 1).then_some((path, sections))
+        })
+        .unwrap();
+    assert_eq!(sections[5].0, "A row offsets");
+    let mut b = std::fs::read(&path).unwrap();
+    b[sections[5].1.start as usize + 3] = 0x5a;
+    // Its digest made anew (a wrong writer, not damage).
+    let n = b.len() - 32;
+    let digest = blake3::hash(&b[..n]);
+    b[n..].copy_from_slice(digest.as_bytes());
+    std::fs::write(&path, &b).unwrap();
+    let err = error(Pce::load(&path, &Pce::frame(&path).unwrap().0));
+    assert!(err.contains("padding that is not zero"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }

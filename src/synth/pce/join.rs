@@ -179,16 +179,16 @@ fn join_matrix(
     let total: usize = nnz.iter().sum();
     let rows: usize = pieces.iter().map(|&(j, r0)| blocks[j].rows() - r0).sum();
     let mut out = Csr {
-        row_start: vec![0; rows + 1],
-        cols: vec![0; total],
-        coeffs: vec![0; total],
+        row_start: vec![0; rows + 1].into(),
+        cols: vec![0; total].into(),
+        coeffs: vec![0; total].into(),
     };
     // Each piece's slices of the output, filled in parallel.
     let mut jobs = Vec::with_capacity(pieces.len());
     let (mut rs, mut cs, mut ks) = (
-        &mut out.row_start[1..],
-        &mut out.cols[..],
-        &mut out.coeffs[..],
+        &mut out.row_start.to_mut()[1..],
+        &mut out.cols.to_mut()[..],
+        &mut out.coeffs.to_mut()[..],
     );
     let mut base = 0u64;
     for (&(j, r0), &nz) in pieces.iter().zip(&nnz) {

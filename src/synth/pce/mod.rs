@@ -30,9 +30,12 @@ use rayon::prelude::*;
 use super::witness::Witness;
 use super::{Abc, Density, ProvingAssignment};
 
+mod array;
 mod file;
 mod join;
 mod record;
+
+use array::Array;
 
 pub use file::{Identity, Saved, Section};
 pub(crate) use join::join_blocks;
@@ -42,18 +45,19 @@ pub use record::{synthesize_recording, Block};
 /// Column flag of an aux variable (inputs have it clear).
 pub(crate) const AUX: u32 = 1 << 31;
 
-/// One sparse matrix, rows of (column, coefficient index) terms.
+/// One sparse matrix, rows of (column, coefficient index) terms: vectors while recorded
+/// or joined, the file's own bytes once loaded (`array.rs`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Csr {
-    row_start: Vec<u64>,
-    cols: Vec<u32>,
-    coeffs: Vec<u32>,
+    row_start: Array<u64>,
+    cols: Array<u32>,
+    coeffs: Array<u32>,
 }
 
 impl Csr {
     fn new() -> Self {
         Self {
-            row_start: vec![0],
+            row_start: vec![0].into(),
             ..Self::default()
         }
     }
@@ -106,6 +110,27 @@ impl Pce {
         &self.coeffs
     }
 
+    /// Fails, in one line, if a loaded recording's file was written in place since its
+    /// check (by something else: cuzk-prove replaces it only by a rename): the values
+    /// read from it since may not be the checked ones (`array.rs`).
+    pub fn unchanged(&self) -> Result<()> {
+        match self.a.row_start.file() {
+            Some(f) => f.unchanged(),
+            None => Ok(()),
+        }
+    }
+
+    /// Drops a loaded recording's mapped pages from this process's resident memory once
+    /// the matrices have been copied elsewhere (the GPU's); they stay in the page cache,
+    /// so a later read (a retry on the host) costs page faults, not disk reads. Nothing
+    /// for a recording in vectors of its own.
+    pub fn release_pages(&self) {
+        // A loaded recording's arrays all lie in its one file.
+        if let Some(f) = self.a.row_start.file() {
+            f.release_pages();
+        }
+    }
+
     /// Terms in A, B, C.
     pub fn nnz(&self) -> [usize; 3] {
         [self.a.cols.len(), self.b.cols.len(), self.c.cols.len()]
@@ -114,25 +139,23 @@ impl Pce {
     /// M·w for every row, in parallel.
     fn eval(&self, m: &Csr, inputs: &[Fr], aux: &[Fr]) -> Vec<Fr> {
         let mut out = vec![Fr::ZERO; m.rows()];
+        let (row_start, cols, coeffs) = (&m.row_start[..], &m.cols[..], &m.coeffs[..]);
         out.par_chunks_mut(1 << 14)
             .enumerate()
             .for_each(|(k, chunk)| {
                 let r0 = k << 14;
                 for (j, o) in chunk.iter_mut().enumerate() {
-                    let (s, e) = (
-                        m.row_start[r0 + j] as usize,
-                        m.row_start[r0 + j + 1] as usize,
-                    );
+                    let (s, e) = (row_start[r0 + j] as usize, row_start[r0 + j + 1] as usize);
                     let mut acc = Fr::ZERO;
                     for t in s..e {
-                        let col = m.cols[t];
+                        let col = cols[t];
                         let v = if col & AUX != 0 {
                             &aux[(col & !AUX) as usize]
                         } else {
                             &inputs[col as usize]
                         };
                         if *v != Fr::ZERO {
-                            acc += term(m.coeffs[t], &self.coeffs, v);
+                            acc += term(coeffs[t], &self.coeffs, v);
                         }
                     }
                     *o = acc;
@@ -166,24 +189,25 @@ impl Pce {
         let aux = self.aux as u32;
         let tile = |m: &Csr| {
             let (rows, nnz) = (m.rows(), m.cols.len() as u64);
-            let mut t = Csr {
-                row_start: Vec::with_capacity(rows * k + 1),
-                cols: Vec::with_capacity(m.cols.len() * k),
-                coeffs: Vec::with_capacity(m.coeffs.len() * k),
-            };
-            t.row_start.push(0);
+            let mut row_start = Vec::with_capacity(rows * k + 1);
+            let mut cols = Vec::with_capacity(m.cols.len() * k);
+            let mut coeffs = Vec::with_capacity(m.coeffs.len() * k);
+            row_start.push(0);
             for j in 0..k as u32 {
                 let base = j as u64 * nnz;
-                t.row_start
-                    .extend(m.row_start[1..].iter().map(|&r| r + base));
-                t.cols.extend(
+                row_start.extend(m.row_start[1..].iter().map(|&r| r + base));
+                cols.extend(
                     m.cols
                         .iter()
                         .map(|&c| if c & AUX != 0 { c + j * aux } else { c }),
                 );
-                t.coeffs.extend_from_slice(&m.coeffs);
+                coeffs.extend_from_slice(&m.coeffs);
             }
-            t
+            Csr {
+                row_start: row_start.into(),
+                cols: cols.into(),
+                coeffs: coeffs.into(),
+            }
         };
         let repeat = |d: &Density| {
             let mut r = Density::with_capacity(d.len() * k);
@@ -222,6 +246,7 @@ impl Pce {
             },
             || self.eval(&self.c, inputs, aux),
         );
+        self.unchanged()?;
         let bad = a
             .par_iter()
             .zip(&b)
