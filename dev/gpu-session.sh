@@ -34,6 +34,9 @@
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
 #                                     # $SMALL_RUNS (3) more each
 #                                     # AB_ENV=NAME: a developers' knob NAME=1 and =0
+#                                     # (AB_ON=V / AB_OFF=V other values, e.g.
+#                                     # AB_ENV=GLIBC_TUNABLES AB_ON=glibc.malloc.hugetlb=1
+#                                     # AB_OFF=)
 #                                     # (KEEP_PCE=1 keeps an earlier call's recording,
 #                                     # SMALL=0 skips 2KiB/8MiB, SUBGROUP_SAMPLE=N times
 #                                     # subgroup-check on N points a section)
@@ -234,11 +237,13 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
                 done
             done
         fi
-        # The same for a developers' environment knob: AB_ENV=NAME runs NAME=1 and NAME=0.
+        # The same for a developers' environment knob: AB_ENV=NAME runs NAME=1 and NAME=0
+        # (or NAME=$AB_ON and NAME=$AB_OFF; the logs still say 1 and 0).
         if [ -n "${AB_ENV:-}" ]; then
             for i in $(seq 1 "${AB_RUNS:-3}"); do
                 for o in 1 0; do
-                    run "full32-$AB_ENV-$o-$i" env "$AB_ENV=$o" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" \
+                    if [ $o = 1 ]; then v=${AB_ON-1}; else v=${AB_OFF-0}; fi
+                    run "full32-$AB_ENV-$o-$i" env "$AB_ENV=$v" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" \
                         --json "$OUT/ab-env-$o-$i.json"
                     run "verify-$AB_ENV-$o-$i" "${V[@]}" "$D/proof.bin"
                     grep -E "Elapsed" "$OUT/full32-$AB_ENV-$o-$i.log" | sed "s/^/$AB_ENV=$o $i /" >> "$OUT/summary.txt"
