@@ -303,8 +303,8 @@ pub struct ProveArgs {
     #[arg(help_heading = "Diagnostics", long, value_enum, value_name = "PHASE")]
     pub stop_after: Option<Phase>,
 
-    /// Skip verifying the proof before writing it. The C1 is still checked before
-    /// synthesis, the files' frames are still checked, and the proof's points are still
+    /// Skip verifying the proof before writing it. The C1 is still checked (each
+    /// partition before it is proved), the files' frames are still checked, and the proof's points are still
     /// checked to be in their groups (so parameter points outside their subgroup still
     /// fail the run); what then goes unchecked is the proof's validity: a fault of the
     /// prover (GPU or host memory errors) or damaged parameter points past the verifying
@@ -525,6 +525,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_EARLY_INPUTS", "Developers: 0 starts the SRS upload and the recording's load after the C1's check, not beside it (for comparison)."),
     ("CUZK_BACKGROUND_FREE", "Developers: 0 frees each proved partition's assignment on the prover's thread, not beside it (for comparison)."),
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
+    ("CUZK_CHECK_AHEAD", "Developers: 1 checks every partition of the C1 whole before any synthesis (default: every partition's shape and the first whole, each other whole before its witness is joined; for comparison)."),
     ("CUZK_EARLY_H", "Developers: 1 starts the first partition's H MSM as soon as SRS section h is on the GPU, before the other sections (default off until measured)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];

@@ -1,7 +1,9 @@
-//! Checks a C1's vanilla proofs before anything is synthesized, so that a malformed or
-//! inconsistent C1 is one line naming the partition, the challenge and the field, instead
-//! of a panic deep in the gadgets, minutes of synthesis spent on a circuit that cannot be
-//! satisfied, or a proof that `verify_seal` refuses.
+//! Checks a C1's vanilla proofs, so that a malformed or inconsistent C1 is one line
+//! naming the partition, the challenge and the field, instead of a panic deep in the
+//! gadgets, minutes of synthesis spent on a circuit that cannot be satisfied, or a proof
+//! that `verify_seal` refuses. When (pipeline/partition_checks.rs): pass 1 of every
+//! partition before any synthesis; pass 2 of the first partition then, of each other
+//! before its witness is complete.
 //!
 //! Two passes per challenge:
 //! 1. **Shape.** storage-proofs keeps most of a vanilla proof's fields private, so the
@@ -37,6 +39,18 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
     /// Checks partition `k`'s vanilla proofs (see the module's text); its challenges in
     /// parallel on the current rayon pool.
     pub(crate) fn check_partition(&self, k: usize) -> Result<()> {
+        self.check_passes(k, true)
+    }
+
+    /// Pass 1 alone for partition `k` (the challenge count, every count and value's form):
+    /// what keeps the gadgets from panicking and sizes the witness work, about a tenth of
+    /// the whole check.
+    pub(crate) fn check_partition_shape(&self, k: usize) -> Result<()> {
+        self.check_passes(k, false)
+    }
+
+    /// Pass 1, and pass 2 with `content`.
+    fn check_passes(&self, k: usize, content: bool) -> Result<()> {
         let proofs = &self.vanilla[k];
         let pp = &self.public_params;
         let nodes = pp.graph.size();
@@ -56,11 +70,15 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             .zip(&challenges)
             .enumerate()
             .try_for_each(|(i, (proof, &node))| {
-                crate::panics::catch("checking it", || self.check_challenge(proof, node))
+                crate::panics::catch("checking it", || self.check_challenge(proof, node, content))
                     .with_context(|| format!("partition {k}, challenge {i} (node {node})"))
             })?;
-        self.check_comm_r(proofs)
-            .with_context(|| format!("partition {k}"))
+        match content {
+            true => self
+                .check_comm_r(proofs)
+                .with_context(|| format!("partition {k}")),
+            false => Ok(()),
+        }
     }
 
     /// Every challenge opens the same comm_c and comm_r_last, and H(comm_c, comm_r_last)
@@ -83,7 +101,7 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
         Ok(())
     }
 
-    fn check_challenge(&self, proof: &Proof<Tree>, node: usize) -> Result<()> {
+    fn check_challenge(&self, proof: &Proof<Tree>, node: usize, content: bool) -> Result<()> {
         let raw = raw::of(proof)?;
         let pp = &self.public_params;
         let graph = &pp.graph;
@@ -97,7 +115,10 @@ impl<Tree: 'static + MerkleTreeTrait> Porep<Tree> {
             exp: graph.expansion_degree(),
         };
         shape.check::<Tree>(&raw, node, &parents)?;
-        self.check_content(proof, &raw, node, &parents)
+        match content {
+            true => self.check_content(proof, &raw, node, &parents),
+            false => Ok(()),
+        }
     }
 
     /// storage-proofs' checks on the typed proof, each named; run after the shape check.

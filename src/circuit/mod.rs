@@ -26,8 +26,14 @@ pub trait PartitionCircuits: Send + Sync {
     /// Public inputs of partition `k` (without the leading ONE).
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
     /// Checks partition `k`'s vanilla proofs against the registered proof's shape and
-    /// content (`check.rs`) before anything is synthesized: one line naming what is wrong.
+    /// content (`check.rs`) before it is proved: one line naming what is wrong.
     fn check(&self, k: usize) -> Result<()>;
+    /// The shape half of [`Self::check`] (counts and forms: what the gadgets and the
+    /// witness's size rely on), which every partition passes before any synthesis; the
+    /// whole check where there is no cheaper half.
+    fn check_shape(&self, k: usize) -> Result<()> {
+        self.check(k)
+    }
     /// Builds and synthesizes partition `k`.
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment>;
     /// Builds partition `k` and computes its variable values only (witness generation),
@@ -116,6 +122,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionCircuits for Porep<Tree> {
 
     fn check(&self, k: usize) -> Result<()> {
         self.check_partition(k)
+    }
+
+    fn check_shape(&self, k: usize) -> Result<()> {
+        self.check_partition_shape(k)
     }
 
     fn synthesize(&self, k: usize, hint: Option<SizeHint>) -> Result<ProvingAssignment> {

@@ -28,6 +28,7 @@ mod gpus;
 pub(crate) mod memory_budget;
 pub mod overlap_synth;
 mod params;
+mod partition_checks;
 pub mod pce_cache;
 #[doc(hidden)]
 pub mod queues_testing;
@@ -237,7 +238,8 @@ fn prove_sector(
         keep: &|p| saver.start(p),
     };
     let proved = schedule::synthesize_and_prove(&run, t).map_err(|e| {
-        let kind = match crate::panics::is_synthesis_panic(&e) {
+        let bad = crate::panics::is_synthesis_panic(&e) || partition_checks::is_bad_c1(&e);
+        let kind = match bad {
             true => ErrorKind::BadInput,
             false => ErrorKind::Runtime,
         };
@@ -411,17 +413,22 @@ fn build_circuits(
         porep_circuits(&porep_config, c1.output)
     })?;
     circuits.set_native_label(cfg.native_label);
+    let circuits = partition_checks::Checked::new(circuits);
     let todo: Vec<usize> = match cfg.partition {
         Some(k) => vec![k],
         None => (0..partitions).collect(),
     };
-    // Before any synthesis: a malformed C1 is one line, not a panic in the gadgets or a
-    // circuit that cannot be satisfied.
-    t.time("check C1", || {
-        todo.par_iter()
-            .try_for_each(|&k| circuits.check(k))
-            .context("the C1's vanilla proofs do not hold")
-    })?;
+    // Before any synthesis: every partition's shape, the first partition whole (the
+    // others whole before they are joined, partition_checks.rs): a malformed C1 is one
+    // line, not a panic in the gadgets or a circuit that cannot be satisfied. All of them
+    // whole when nothing is synthesized after (`--stop-after srs`).
+    let all = partition_checks::ahead() || cfg.stop_after == Some(Phase::Srs);
+    let whole = match all {
+        true => &todo[..],
+        false => &todo[..1],
+    };
+    t.time("check C1", || circuits.check_before_synthesis(&todo, whole))?;
+    let circuits: Box<dyn PartitionCircuits> = Box::new(circuits);
     let inputs: Vec<Vec<blstrs::Scalar>> = t.time("public inputs", || {
         todo.par_iter()
             .map(|&k| circuits.public_inputs(k))
