@@ -499,6 +499,31 @@ fn malformed_vanilla_proofs_are_one_line_naming_the_field() {
     for (name, c1, needle) in &cases {
         expect_error(name, c1, &[OsStr::new("--quiet")], needle);
     }
+    // Pass 1 alone, which every partition passes before any synthesis (later partitions
+    // are checked whole only at their join): each case of the wrong shape is refused by
+    // it with the same line; the others are content, refused by the whole check.
+    let content = ["label-parents", "replica-leaf"];
+    let mut by_shape = 0;
+    for (name, c1, needle) in &cases {
+        let Ok(c1) = cuzk_prove::input::c1::read_c1(c1) else {
+            continue; // refused while read
+        };
+        let config = c1.registered_proof.as_v1_config();
+        let Ok(circuits) = cuzk_prove::circuit::porep_circuits(&config, c1.output) else {
+            continue; // refused while the circuits are built
+        };
+        let whole = format!("{:#}", circuits.check(0).unwrap_err());
+        assert!(whole.contains(needle), "{name}: {whole}");
+        match (circuits.check_shape(0), content.contains(name)) {
+            (Err(e), false) => {
+                assert_eq!(format!("{e:#}"), whole, "{name}");
+                by_shape += 1;
+            }
+            (Ok(()), true) => {}
+            (shape, _) => panic!("{name}: the shape pass gave {shape:?}"),
+        }
+    }
+    assert!(by_shape >= 10, "{by_shape} cases refused by their shape");
     // The check comes before every synthesis mode.
     let cache = dir.join("pce");
     for (name, c1, needle) in &cases[..2] {

@@ -1,9 +1,9 @@
 //! Checks a C1's vanilla proofs, so that a malformed or inconsistent C1 is one line
 //! naming the partition, the challenge and the field, instead of a panic deep in the
-//! gadgets, minutes of synthesis spent on a circuit that cannot be satisfied, or a proof
-//! that `verify_seal` refuses. When (pipeline/partition_checks.rs): pass 1 of every
-//! partition before any synthesis; pass 2 of the first partition then, of each other
-//! before its witness is complete.
+//! gadgets, a circuit that cannot be satisfied, or a proof that `verify_seal` refuses.
+//! When (pipeline/partition_checks.rs): pass 1 of every partition before any synthesis;
+//! pass 2 of the first partition then, of each other when its witness is joined (so a
+//! later partition's bad content costs the synthesis before it, never a proof).
 //!
 //! Two passes per challenge:
 //! 1. **Shape.** storage-proofs keeps most of a vanilla proof's fields private, so the

@@ -153,6 +153,11 @@ impl PartitionCircuits for Checked {
         self.inner.record_task(k, j)
     }
 
+    fn record(&self, k: usize) -> Result<synth::pce::Pce> {
+        self.checked(k)?;
+        self.inner.record(k)
+    }
+
     fn set_native_label(&mut self, on: bool) {
         self.inner.set_native_label(on)
     }
@@ -177,6 +182,8 @@ mod tests {
         aux: usize,
         checks: Arc<Vec<AtomicUsize>>,
         shapes: Arc<Vec<AtomicUsize>>,
+        /// The inner calls, in order ("check 1", "join 1", …).
+        events: Arc<std::sync::Mutex<Vec<String>>>,
     }
 
     #[derive(Clone, Copy, PartialEq, Debug)]
@@ -184,6 +191,8 @@ mod tests {
         Pass,
         Fail,
         Panic,
+        /// The shape pass panics too.
+        ShapePanic,
     }
 
     const N: usize = 4;
@@ -198,6 +207,24 @@ mod tests {
     /// The partitions, how often each was checked whole, and how often its shape.
     fn toy(bad: usize, tasks: Tasks) -> (Checked, Counts, Counts) {
         toy_with(bad, false, tasks, 1, 1)
+    }
+
+    type Events = Arc<std::sync::Mutex<Vec<String>>>;
+
+    /// The partitions and the log of their inner calls.
+    fn logged(bad: usize) -> (Checked, Events) {
+        let events = Events::default();
+        let c = Checked::new(Box::new(Toy {
+            bad,
+            bad_shape: false,
+            tasks: Tasks::Pass,
+            inputs: 1,
+            aux: 1,
+            checks: counter(),
+            shapes: counter(),
+            events: events.clone(),
+        }));
+        (c, events)
     }
 
     fn toy_with(
@@ -216,6 +243,7 @@ mod tests {
             aux,
             checks: checks.clone(),
             shapes: shapes.clone(),
+            events: Events::default(),
         }));
         (c, checks, shapes)
     }
@@ -225,6 +253,10 @@ mod tests {
     }
 
     impl Toy {
+        fn log(&self, what: &str, k: usize) {
+            self.events.lock().unwrap().push(format!("{what} {k}"));
+        }
+
         fn witness_of(&self, k: usize, j: usize) -> Witness {
             Witness {
                 inputs: vec![Fr::from(1u64); self.inputs],
@@ -242,6 +274,7 @@ mod tests {
         }
         fn check(&self, k: usize) -> Result<()> {
             use rayon::prelude::*;
+            self.log("check", k);
             self.checks[k].fetch_add(1, Ordering::SeqCst);
             (0..64).into_par_iter().try_for_each(|i| {
                 std::thread::sleep(std::time::Duration::from_micros(200));
@@ -254,32 +287,40 @@ mod tests {
         }
         fn check_shape(&self, k: usize) -> Result<()> {
             self.shapes[k].fetch_add(1, Ordering::SeqCst);
+            if k == self.bad && self.tasks == Tasks::ShapePanic {
+                panic!("a count out of range");
+            }
             anyhow::ensure!(
                 !(k == self.bad && self.bad_shape),
                 "partition {k}: 3 challenges, 4 expected"
             );
             Ok(())
         }
-        fn synthesize(&self, _: usize, _: Option<SizeHint>) -> Result<ProvingAssignment> {
+        fn synthesize(&self, k: usize, _: Option<SizeHint>) -> Result<ProvingAssignment> {
+            self.log("synthesize", k);
             anyhow::bail!("full synthesis: not in this test")
         }
         fn witness(&self, k: usize) -> Result<Witness> {
+            self.log("witness", k);
             Ok(self.witness_of(k, 0))
         }
         fn witness_tasks(&self, _: usize) -> usize {
             TASKS
         }
         fn witness_task(&self, k: usize, j: usize) -> Result<Witness> {
+            self.log("task", k);
             match (k == self.bad, self.tasks) {
                 (true, Tasks::Fail) => anyhow::bail!("a gadget refused it"),
                 (true, Tasks::Panic) => panic!("index out of bounds"),
                 _ => Ok(self.witness_of(k, j)),
             }
         }
-        fn witness_join(&self, _: usize, mut parts: Vec<Witness>) -> Result<Witness> {
+        fn witness_join(&self, k: usize, mut parts: Vec<Witness>) -> Result<Witness> {
+            self.log("join", k);
             Ok(parts.remove(0))
         }
-        fn record_task(&self, _: usize, _: usize) -> Result<synth::pce::Block> {
+        fn record_task(&self, k: usize, _: usize) -> Result<synth::pce::Block> {
+            self.log("record", k);
             anyhow::bail!("recording: not in this test")
         }
         fn set_native_label(&mut self, _: bool) {}
@@ -290,33 +331,44 @@ mod tests {
     #[test]
     fn every_way_to_an_assignment_checks_the_partition_once_first() {
         type Way = fn(&Checked, usize) -> bool;
-        let ways: [(&str, Way); 5] = [
+        let ways: [(&str, Way); 6] = [
             ("join", |c, k| {
                 c.witness_join(k, vec![Witness::default()]).is_ok()
             }),
             ("witness", |c, k| c.witness(k).is_ok()),
             ("synthesize", |c, k| c.synthesize(k, None).is_ok()),
-            ("record_task", |c, k| c.record_task(k, 0).is_ok()),
+            ("record", |c, k| c.record_task(k, 0).is_ok()),
+            ("record", |c, k| c.record(k).is_ok()),
             ("check", |c, k| c.check(k).is_ok()),
         ];
         for (name, way) in ways {
-            let (c, checks, _) = toy(usize::MAX, Tasks::Pass);
+            let (c, events) = logged(usize::MAX);
             c.witness_task(1, 0).unwrap();
+            way(&c, 1);
+            way(&c, 1);
+            let mut want = vec!["task 1".to_string(), "check 1".into()];
+            if name != "check" {
+                want.extend([format!("{name} 1"), format!("{name} 1")]);
+            }
+            let got = events.lock().unwrap().clone();
             assert_eq!(
-                counts(&checks),
-                [0; N],
-                "{name}: a task alone does not check"
+                got[..want.len().min(got.len())],
+                want[..],
+                "{name}: {got:?}"
             );
-            way(&c, 1);
-            way(&c, 1);
             assert_eq!(
-                counts(&checks),
-                [0, 1, 0, 0],
-                "{name}: once, that partition"
+                got.iter().filter(|e| e.starts_with("check")).count(),
+                1,
+                "{name}"
             );
             // A bad partition never gets past it.
-            let (c, _, _) = toy(2, Tasks::Pass);
+            let (c, events) = logged(2);
             assert!(!way(&c, 2), "{name}");
+            assert_eq!(
+                *events.lock().unwrap(),
+                ["check 2"],
+                "{name}: nothing after the check"
+            );
         }
     }
 
@@ -333,6 +385,12 @@ mod tests {
         assert_eq!(
             format!("{e:#}"),
             "the C1's vanilla proofs do not hold: partition 3: 3 challenges, 4 expected"
+        );
+        let (c, _, _) = toy(3, Tasks::ShapePanic);
+        let e = c.check_before_synthesis(&[0, 1, 2, 3], &[0]).unwrap_err();
+        assert!(
+            is_bad_c1(&e) && format!("{e:#}").contains("a count out of range"),
+            "{e:#}"
         );
         let (c, _, _) = toy(2, Tasks::Pass);
         c.check_before_synthesis(&[0, 1, 2, 3], &[0]).unwrap();
@@ -370,7 +428,8 @@ mod tests {
             crate::synth::pce::join_blocks(vec![crate::synth::pce::tests_support_tiny_block()])
                 .unwrap(),
         );
-        for tasks in [Tasks::Fail, Tasks::Panic] {
+        // The blocking version hung 2 runs in 3: four rounds of each.
+        for tasks in [Tasks::Fail, Tasks::Panic].repeat(4) {
             let (tx, rx) = std::sync::mpsc::channel();
             let pce = pce.clone();
             std::thread::spawn(move || {
