@@ -50,6 +50,16 @@ pub(crate) fn is_bad_c1(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<DoNotHold>().is_some())
 }
 
+/// `check`'s result, a panic in it caught, its error as one line.
+fn caught(check: impl FnOnce() -> Result<()>) -> std::result::Result<(), String> {
+    crate::panics::catch(crate::panics::SYNTHESIS, check).map_err(|e| format!("{e:#}"))
+}
+
+/// A check's line as the run's error.
+fn do_not_hold(line: String) -> anyhow::Error {
+    anyhow::Error::new(DoNotHold(line))
+}
+
 /// Whether every partition is checked whole before synthesis (`CUZK_CHECK_AHEAD=1`).
 pub(crate) fn ahead() -> bool {
     std::env::var("CUZK_CHECK_AHEAD").is_ok_and(|v| v == "1")
@@ -72,10 +82,7 @@ impl Checked {
     pub(crate) fn check_before_synthesis(&self, todo: &[usize], whole: &[usize]) -> Result<()> {
         use rayon::prelude::*;
         let shapes = todo.par_iter().filter(|k| !whole.contains(k));
-        shapes.try_for_each(|&k| {
-            crate::panics::catch(crate::panics::SYNTHESIS, || self.inner.check_shape(k))
-                .map_err(|e| anyhow::Error::new(DoNotHold(format!("{e:#}"))))
-        })?;
+        shapes.try_for_each(|&k| caught(|| self.inner.check_shape(k)).map_err(do_not_hold))?;
         whole.par_iter().try_for_each(|&k| self.checked(k))
     }
 
@@ -85,12 +92,11 @@ impl Checked {
         let r = match self.done[k].get() {
             Some(r) => r.clone(),
             None => {
-                let r = crate::panics::catch(crate::panics::SYNTHESIS, || self.inner.check(k))
-                    .map_err(|e| format!("{e:#}"));
+                let r = caught(|| self.inner.check(k));
                 self.done[k].get_or_init(|| r).clone()
             }
         };
-        r.map_err(|e| anyhow::Error::new(DoNotHold(e)))
+        r.map_err(do_not_hold)
     }
 
     /// `f`'s result for partition `k`, but the check's error when `f` fails (or panics)

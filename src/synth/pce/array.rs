@@ -126,6 +126,19 @@ impl MappedFile {
     }
 }
 
+/// The little-endian values of `bytes` (a whole number of them), decoded by all threads
+/// of the current pool.
+pub(crate) fn decode<T: Plain>(bytes: &[u8]) -> Vec<T> {
+    use rayon::prelude::*;
+    let mut v = Vec::with_capacity(bytes.len() / std::mem::size_of::<T>());
+    v.par_extend(
+        bytes
+            .par_chunks_exact(std::mem::size_of::<T>())
+            .map(T::from_le),
+    );
+    v
+}
+
 /// A `[T]` owned or borrowed from a [`MappedFile`].
 #[derive(Clone)]
 pub(crate) struct Array<T: Plain>(Data<T>);
@@ -159,10 +172,7 @@ impl<T: Plain> Array<T> {
                 len,
             }));
         }
-        use rayon::prelude::*;
-        let mut v = Vec::with_capacity(len);
-        v.par_extend(bytes.par_chunks_exact(size).map(T::from_le));
-        Some(Self(Data::Owned(v)))
+        Some(Self(Data::Owned(decode(bytes))))
     }
 
     /// Whether the values are read from a file's mapping (not copied).

@@ -474,12 +474,10 @@ impl<'a> Cursor<'a> {
         String::from_utf8(bytes).ok().context("implausible header")
     }
 
-    /// `n` little-endian values, decoded in parallel straight into the vector.
+    /// `n` little-endian values, decoded in parallel into a vector.
     fn array<T: Le>(&mut self, n: usize) -> Result<Vec<T>> {
         let bytes = self.take(n.checked_mul(T::SIZE).context("implausible length")?)?;
-        let mut out = Vec::with_capacity(n);
-        out.par_extend(bytes.par_chunks_exact(T::SIZE).map(T::from_le));
-        Ok(out)
+        Ok(super::array::decode(bytes))
     }
 
     /// A density over `len` variables: its length, then its words.

@@ -3,7 +3,7 @@
 //! of the older formats refused by both, and the loaded matrices read where they lie in
 //! the file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -176,18 +176,25 @@ fn files_of_the_older_formats_are_refused() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The tiny recording saved in `dir` for an identity `extra` bytes longer than [`id`]'s
+/// (which moves the arrays after it), with that identity and the file's sections.
+fn saved_with_longer_id(dir: &Path, extra: usize) -> (PathBuf, Identity, Vec<Section>) {
+    let path = dir.join(format!("x{extra}.pce"));
+    let id = Identity {
+        circuit: format!("{}{}", id().circuit, "x".repeat(extra)),
+        ..id()
+    };
+    tiny().save(&path, false, &id).unwrap();
+    let (_, sections) = Pce::frame(&path).unwrap();
+    (path, id, sections)
+}
+
 #[test]
 fn the_matrices_start_aligned_after_zero_padding() {
     let dir = scratch("aligned");
     // Identities of every length modulo 8 move the arrays after them.
     for extra in 0..8 {
-        let path = dir.join(format!("x{extra}.pce"));
-        let id = Identity {
-            circuit: format!("{}{}", id().circuit, "x".repeat(extra)),
-            ..id()
-        };
-        tiny().save(&path, false, &id).unwrap();
-        let (_, sections) = Pce::frame(&path).unwrap();
+        let (path, id, sections) = saved_with_longer_id(&dir, extra);
         let bytes = std::fs::read(&path).unwrap();
         let loaded = Pce::load(&path, &id).unwrap();
         assert!(
@@ -217,16 +224,8 @@ fn padding_that_is_not_zero_is_refused() {
     let dir = scratch("padding");
     // An identity that leaves A's arrays 1 byte short of a multiple of 8: 7 padding bytes.
     let (path, sections) = (0..8)
-        .find_map(|extra| {
-            let path = dir.join(format!("x{extra}.pce"));
-            let id = Identity {
-                circuit: format!("{}{}", id().circuit, "x".repeat(extra)),
-                ..id()
-            };
-            tiny().save(&path, false, &id).unwrap();
-            let (_, sections) = Pce::frame(&path).unwrap();
-            (sections[5].1.start % 8 == 1).then_some((path, sections))
-        })
+        .map(|extra| saved_with_longer_id(&dir, extra))
+        .find_map(|(path, _, sections)| (sections[5].1.start % 8 == 1).then_some((path, sections)))
         .unwrap();
     assert_eq!(sections[5].0, "A row offsets");
     let mut b = std::fs::read(&path).unwrap();
