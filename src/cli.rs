@@ -527,6 +527,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_CHECK_AHEAD", "Developers: 1 checks every partition of the C1 whole before any synthesis (default: every partition's shape and the first whole, each other whole before its witness is joined; for comparison)."),
     ("CUZK_EARLY_H", "Developers: 1 starts the first partition's H MSM as soon as SRS section h is on the GPU, before the other sections (default off until measured)."),
+    ("CUZK_STAGING_PAIRS", "Developers: pairs of 64 MiB page-locked staging buffers, one per host-to-device copy in flight (1 to 16, default 4; 1 makes concurrent copies take turns, for comparison)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
 

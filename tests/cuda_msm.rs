@@ -821,3 +821,45 @@ fn upload_during() {
     }
     check_upload_during(false);
 }
+
+/// Pageable uploads from several threads at once each hold a staging pair of their own
+/// (util/transfer.cuh, Staging): four threads decode four different sets of 2^20 G1
+/// points (100 MB each: staged, two chunks) at the same time, with the pool's default
+/// size and with one pair shared in turn (`CUZK_STAGING_PAIRS=1`, read at the pool's first
+/// use, so only the first configuration a process meets is exercised; both are a
+/// correctness check of the buffers' hand-over). Every set reads back exactly.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn srs_points_decode_concurrently_through_the_staging_pool() {
+    if !gpu_or_skip() {
+        return;
+    }
+    // Distinct sets without 4 M point generations: 4096 points, each set a different
+    // permutation-with-repeats of them.
+    let base = points::<G1Projective>(4096, 91);
+    let sets: Vec<Vec<G1Affine>> = (0..4u64)
+        .map(|t| {
+            (0..1usize << 20)
+                .map(|i| base[(i.wrapping_mul(2 * t as usize + 1) + (t as usize) * 7) % 4096])
+                .collect()
+        })
+        .collect();
+    let raws: Vec<Vec<u8>> = sets.iter().map(|s| raw(s)).collect();
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = raws
+            .iter()
+            .map(|r| sc.spawn(move || decode_set::<G1Projective>(r, false)))
+            .collect();
+        for (t, h) in handles.into_iter().enumerate() {
+            let set = h.join().unwrap().unwrap();
+            assert_eq!(set.len(), 1 << 20);
+            assert!(
+                set.read(0..1 << 20).unwrap() == sets[t],
+                "set {t} differs after a concurrent upload"
+            );
+        }
+    });
+}

@@ -274,7 +274,6 @@ struct DeviceExec {
     // Through the staging buffers (see Staging); after_default: the copies wait for the
     // work queued on the default stream so far (dst's allocation, in stream order).
     int staged_upload(void* dst, const void* src, size_t bytes, bool after_default = true) {
-        std::lock_guard<std::mutex> hold(Staging::get().lock);
         cudaStream_t stream;
         CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
         int rc = [&]() -> int {
@@ -329,8 +328,6 @@ struct DeviceExec {
             const size_t errlen = sizeof p.msg;
             auto run = [&]() -> int {
                 CUZK_CHECK(cudaSetDevice(dev));
-                std::unique_lock<std::mutex> hold(Staging::get().lock, std::defer_lock);
-                if (staged) hold.lock();
                 StagedCopy sc(p.stream, err, errlen);
                 if (staged) CUZK_RC(sc.init());
                 size_t lo = 0;

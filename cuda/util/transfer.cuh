@@ -126,14 +126,62 @@ struct DevicePending {
 // staging buffers, host threads filling one chunk while the DMA engine drains the other
 // (registering gigabytes with cudaHostRegister costs about as much as the copy; a
 // pageable cudaMemcpy stages through the driver's one small buffer, at ≈ 5 GB/s on the
-// H200 host). Process-wide buffers, allocated on first use, one copy at a time.
+// H200 host). A process-wide pool of such pairs, allocated on first use and kept: each
+// copy in flight holds a pair of its own, so concurrent copies share the bus instead of
+// queueing for one pair (with section h ahead, the first partition's recording and aux
+// uploads ran behind an SRS section's 0.8 s copy; with --gpus, the GPUs' SRS uploads ran
+// one after another). At most MAX_PAIRS (CUZK_STAGING_PAIRS, 1–16; 1 is the old single
+// pair, the A/B knob) pairs of 2 × 64 MiB; a copy beyond that waits for a pair.
 struct Staging {
     static constexpr size_t CHUNK = size_t(64) << 20;
-    void* buf[2] = {nullptr, nullptr};
-    std::mutex lock;
+    struct Pair {
+        void* buf[2] = {nullptr, nullptr};
+    };
+    std::mutex m;
+    std::condition_variable freed;
+    std::vector<Pair*> idle;
+    unsigned made = 0;
+    const unsigned max_pairs = (unsigned)env_long("CUZK_STAGING_PAIRS", 1, 16, 4);
     static Staging& get() {
         static Staging s;
         return s;
+    }
+    // A pair for one copy: an idle one, a new one while fewer than max_pairs exist, else
+    // the next one released. Null (and err set) when the host allocation fails.
+    Pair* acquire(char* err, size_t errlen) {
+        std::unique_lock<std::mutex> g(m);
+        freed.wait(g, [&] { return !idle.empty() || made < max_pairs; });
+        if (!idle.empty()) {
+            Pair* p = idle.back();
+            idle.pop_back();
+            return p;
+        }
+        ++made;
+        g.unlock();
+        auto* p = new Pair;
+        for (void*& b : p->buf) {
+            cudaError_t e = cudaHostAlloc(&b, CHUNK, cudaHostAllocPortable);
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                snprintf(err, errlen, "staging buffer (%zu MiB page-locked): %s", CHUNK >> 20,
+                         cudaGetErrorString(e));
+                for (void* q : p->buf)
+                    if (q) cudaFreeHost(q);
+                delete p;
+                std::lock_guard<std::mutex> r(m);
+                --made;
+                freed.notify_one();
+                return nullptr;
+            }
+        }
+        return p;
+    }
+    void release(Pair* p) {
+        {
+            std::lock_guard<std::mutex> g(m);
+            idle.push_back(p);
+        }
+        freed.notify_one();
     }
 };
 
@@ -155,14 +203,16 @@ inline void parallel_copy(void* dst, const void* src, size_t bytes, unsigned thr
     for (auto& th : pool) th.join();
 }
 
-// Copies through the staging buffers on `stream` (host threads fill one buffer while
-// the DMA drains the other); successive copy() calls keep alternating. The caller holds
-// Staging::lock until the stream has drained (the buffers are shared).
+// Copies through a staging pair of its own on `stream` (host threads fill one buffer
+// while the DMA drains the other); successive copy() calls keep alternating. The pair
+// goes back to the pool once both buffers are drained (the destructor waits for that,
+// also after a failed copy).
 struct StagedCopy {
     cudaStream_t stream;
     char* err;
     size_t errlen;
     cudaEvent_t drained[2] = {nullptr, nullptr};
+    Staging::Pair* pair = nullptr;
     size_t k = 0;
     const unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency() / 2));
     StagedCopy(cudaStream_t s, char* e, size_t l) : stream(s), err(e), errlen(l) {}
@@ -170,25 +220,26 @@ struct StagedCopy {
     StagedCopy& operator=(const StagedCopy&) = delete;
     ~StagedCopy() {
         for (cudaEvent_t e : drained)
-            if (e) cudaEventDestroy(e);
+            if (e) {
+                cudaEventSynchronize(e);  // the DMA no longer reads the pair
+                cudaEventDestroy(e);
+            }
+        if (pair) Staging::get().release(pair);
     }
     int init() {
-        Staging& st = Staging::get();
-        for (void*& b : st.buf)
-            if (!b) CUZK_CHECK(cudaHostAlloc(&b, Staging::CHUNK, cudaHostAllocPortable));
         for (cudaEvent_t& e : drained)
             CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        return 0;
+        pair = Staging::get().acquire(err, errlen);
+        return pair ? 0 : -1;
     }
     int copy(void* dst, const void* src, size_t bytes) {
-        Staging& st = Staging::get();
         for (size_t off = 0; off < bytes; off += Staging::CHUNK, ++k) {
             const size_t len = std::min(Staging::CHUNK, bytes - off);
             const int b = (int)(k & 1);
             if (k >= 2) CUZK_CHECK(cudaEventSynchronize(drained[b]));
-            parallel_copy(st.buf[b], (const char*)src + off, len, threads);
-            CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, st.buf[b], len, cudaMemcpyHostToDevice,
-                                       stream));
+            parallel_copy(pair->buf[b], (const char*)src + off, len, threads);
+            CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, pair->buf[b], len,
+                                       cudaMemcpyHostToDevice, stream));
             CUZK_CHECK(cudaEventRecord(drained[b], stream));
         }
         return 0;
