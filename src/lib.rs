@@ -8,6 +8,7 @@
 
 pub mod circuit;
 pub mod cli;
+pub mod huge_pages;
 pub mod input;
 pub mod output;
 pub mod panics;

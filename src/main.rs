@@ -11,6 +11,10 @@ use cuzk_prove::input::c1::registered_proof;
 use cuzk_prove::report::{ErrorKind, Failure, PeakMemory, Report, Timings};
 use cuzk_prove::{output, pipeline};
 
+/// Large blocks on transparent huge pages (`--huge-pages`, src/huge_pages.rs).
+#[global_allocator]
+static ALLOC: cuzk_prove::huge_pages::HugePages = cuzk_prove::huge_pages::HugePages;
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("cuzk_prove=warn"))
         .format_timestamp_millis()

@@ -114,6 +114,9 @@ pub enum Command {
         /// Time only this path (e.g. under a profiler); both by default.
         #[arg(long, value_enum, value_name = "on|off")]
         only: Option<Switch>,
+        /// Large blocks on transparent huge pages, as the prover's --huge-pages.
+        #[arg(long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+        huge_pages: Switch,
         /// Write the medians as JSON to FILE.
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,

@@ -15,6 +15,10 @@ use cuzk_prove::input::c1::{
 use cuzk_prove::output;
 use cuzk_prove::synthetic::{self, gen_c1, TEST_ONLY_NOTICE};
 
+/// The prover's allocator, so that benchmarks allocate as it does (`--huge-pages`).
+#[global_allocator]
+static ALLOC: cuzk_prove::huge_pages::HugePages = cuzk_prove::huge_pages::HugePages;
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("cuzk_prove=warn"))
         .format_timestamp_millis()
@@ -169,11 +173,13 @@ fn real_main(cli: Cli) -> Result<()> {
             runs,
             threads,
             only,
+            huge_pages,
             json,
         } => {
             if let Some(j) = &json {
                 output::check_path(j)?;
             }
+            cuzk_prove::huge_pages::set(huge_pages == Switch::On);
             let threads = threads.unwrap_or_else(rayon::current_num_threads);
             let report =
                 bench::witness::run(&c1, partition, runs, threads, only.map(|s| s == Switch::On))?;

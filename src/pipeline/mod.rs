@@ -147,6 +147,9 @@ pub fn run(cfg: &Config) -> Result<Outcome> {
 /// returns the proof's bytes (none when `--stop-after` stops it before).
 pub fn run_with(cfg: &Config, t: &mut Timings, report: &mut Report) -> Result<Vec<u8>, Failure> {
     report.flags = serde_json::to_value(cfg).ok();
+    // Process-wide, for the blocks allocated from here on (a binary that installs the
+    // allocator: cuzk-prove does).
+    crate::huge_pages::set(cfg.huge_pages);
     check_outputs(cfg).kind(ErrorKind::BadInput)?;
     // With CUDA this starts the GPU probe (and waits for it under --device cuda); the
     // context is created during synthesis, by the backend's prefetch.
