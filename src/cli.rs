@@ -235,7 +235,9 @@ pub struct ProveArgs {
     /// Ask the kernel for transparent huge pages (2 MiB) on the run's large memory blocks,
     /// the witnesses among them (on), or leave them on 4 KiB pages (off). Fewer page
     /// faults: at 32GiB half the system time (docs/PERF.md). Needs the kernel's THP mode
-    /// `madvise` or `always` (/sys/kernel/mm/transparent_hugepage/enabled).
+    /// `madvise` or `always` (/sys/kernel/mm/transparent_hugepage/enabled); where its
+    /// defrag setting is `madvise` (the default) a host with fragmented memory may compact
+    /// it on first touch, which off avoids.
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub huge_pages: Switch,
 

@@ -31,6 +31,12 @@ pub const MIN_BLOCK: usize = 32 << 20;
 
 const PAGE: usize = 4096;
 
+/// Mapped lengths are whole huge pages: the kernel (6.7 on) places such anonymous mappings
+/// on a 2 MiB boundary, so no head or tail of the block is left on small pages, and
+/// mremap can move them page by page. A pure function of the size, like all the
+/// bookkeeping here.
+const HUGE_PAGE: usize = 2 << 20;
+
 static ON: AtomicBool = AtomicBool::new(true);
 
 /// Turns the advice on or off for mappings made from now on (`--huge-pages on|off`).
@@ -54,7 +60,7 @@ fn mapped(layout: &Layout) -> bool {
 }
 
 fn pages(size: usize) -> usize {
-    size.next_multiple_of(PAGE)
+    size.next_multiple_of(HUGE_PAGE)
 }
 
 /// A new zeroed mapping of `size` bytes, advised when the switch is on; null if refused.
@@ -84,8 +90,9 @@ fn map(size: usize) -> *mut u8 {
 // SAFETY: blocks below MIN_BLOCK (or aligned beyond a page) are the system allocator's,
 // with the same arguments. Larger ones are page-aligned private mappings of at least
 // their size, zeroed by the kernel, unmapped with the size of their layout (the same
-// rounding as at mapping), grown or shrunk by mremap (which keeps the contents), and
-// copied across when a block changes sides of the threshold.
+// rounding as at mapping), grown or shrunk by mremap (which keeps the contents; when it
+// fails the old mapping is intact: a growth then maps anew and copies, a shrink returns
+// null), and copied across when a block changes sides of the threshold.
 unsafe impl GlobalAlloc for HugePages {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match mapped(&layout) {
@@ -122,10 +129,21 @@ unsafe impl GlobalAlloc for HugePages {
                     pages(new_size),
                     libc::MREMAP_MAYMOVE,
                 );
-                match p == libc::MAP_FAILED {
-                    true => std::ptr::null_mut(),
-                    false => p as *mut u8,
+                if p != libc::MAP_FAILED {
+                    return p as *mut u8;
                 }
+                if new_size <= layout.size() {
+                    return std::ptr::null_mut(); // the block stays as it was
+                }
+                // Refused (the mapping split by someone's mprotect or mlock, or the
+                // process's map count at its limit): a new mapping and a copy, as glibc
+                // falls back.
+                let n = map(new_size);
+                if !n.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, n, layout.size());
+                    libc::munmap(ptr as *mut libc::c_void, pages(layout.size()));
+                }
+                n
             }
             _ => {
                 // Across the threshold: a block of the other kind, the bytes both have,
@@ -169,6 +187,14 @@ mod tests {
         None
     }
 
+    /// This thread's minor page faults so far.
+    fn minor_faults() -> i64 {
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage writes the struct it is given.
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+        u.ru_minflt
+    }
+
     fn thp_kernel() -> bool {
         std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
     }
@@ -186,8 +212,9 @@ mod tests {
     }
 
     /// Large blocks are mappings of their own, advised (the kernel shows `hg` among the
-    /// mapping's flags), grown by mremap and still advised, zeroed when asked; blocks
-    /// cross the threshold both ways with their bytes; with the switch off a new mapping
+    /// mapping's flags), grown by mremap without a copy and still advised, shrunk with
+    /// their bytes, zeroed when asked; blocks cross the threshold both ways with their
+    /// bytes; with the switch off a new mapping
     /// is not advised; a block below the threshold is the heap's and never advised. One
     /// test: `set` is process-wide.
     #[test]
@@ -206,14 +233,23 @@ mod tests {
             let p = a.alloc(layout(64 << 20));
             assert!(hg(p, 64 << 20), "a 64 MiB block is not advised");
             fill(p, 64 << 20, 1);
+            // Grown by mremap: the pages move, none is copied (a copy of 64 MiB would
+            // fault at least 32 times, huge pages or not). This thread's faults only.
+            let faults = minor_faults();
             let q = a.realloc(p, layout(64 << 20), 256 << 20);
+            let copied = minor_faults() - faults;
+            assert!(copied < 32, "growth copied the block ({copied} faults)");
             assert!(
                 hg(q, 256 << 20),
                 "the block grown to 256 MiB is not advised"
             );
             assert!(same(q, 64 << 20, 1), "growth lost bytes");
+            // Shrunk, still a mapping of its own.
+            let q = a.realloc(q, layout(256 << 20), 40 << 20);
+            assert!(same(q, 40 << 20, 1), "shrinking lost bytes");
+            assert!(hg(q, 40 << 20), "the block shrunk to 40 MiB is not advised");
             // Down across the threshold, then up again from the heap.
-            let r = a.realloc(q, layout(256 << 20), 1 << 20);
+            let r = a.realloc(q, layout(40 << 20), 1 << 20);
             assert!(
                 same(r, 1 << 20, 1),
                 "shrinking below the threshold lost bytes"
@@ -240,10 +276,13 @@ mod tests {
             set(true);
             assert!(!off, "advised with --huge-pages off");
 
+            // Below the threshold: the heap's. (glibc's own tunable, if set, advises its
+            // blocks itself.)
             let p = a.alloc(layout(MIN_BLOCK / 4));
             let advised = hg(p, MIN_BLOCK / 4);
             a.dealloc(p, layout(MIN_BLOCK / 4));
-            assert!(!advised, "an 8 MiB block was advised");
+            let glibc_thp = std::env::var("GLIBC_TUNABLES").is_ok_and(|v| v.contains("hugetlb"));
+            assert!(!advised || glibc_thp, "an 8 MiB block was advised");
         }
     }
 }
