@@ -87,6 +87,19 @@ fn map(size: usize) -> *mut u8 {
     p as *mut u8
 }
 
+impl HugePages {
+    /// `ptr`'s bytes (as many as both layouts hold) in a new block of `new_layout`, the
+    /// old block freed; null, the old block intact, if the new one cannot be had.
+    unsafe fn moved(&self, ptr: *mut u8, layout: Layout, new_layout: Layout) -> *mut u8 {
+        let p = self.alloc(new_layout);
+        if !p.is_null() {
+            std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_layout.size()));
+            self.dealloc(ptr, layout);
+        }
+        p
+    }
+}
+
 // SAFETY: blocks below MIN_BLOCK (or aligned beyond a page) are the system allocator's,
 // with the same arguments. Larger ones are page-aligned private mappings of at least
 // their size, zeroed by the kernel, unmapped with the size of their layout (the same
@@ -138,23 +151,11 @@ unsafe impl GlobalAlloc for HugePages {
                 // Refused (the mapping split by someone's mprotect or mlock, or the
                 // process's map count at its limit): a new mapping and a copy, as glibc
                 // falls back.
-                let n = map(new_size);
-                if !n.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, n, layout.size());
-                    libc::munmap(ptr as *mut libc::c_void, pages(layout.size()));
-                }
-                n
+                self.moved(ptr, layout, new_layout)
             }
-            _ => {
-                // Across the threshold: a block of the other kind, the bytes both have,
-                // the old block freed (the new one is advised before it is written).
-                let p = self.alloc(new_layout);
-                if !p.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
-                    self.dealloc(ptr, layout);
-                }
-                p
-            }
+            // Across the threshold: a block of the other kind (advised before it is
+            // written).
+            _ => self.moved(ptr, layout, new_layout),
         }
     }
 }
