@@ -221,6 +221,15 @@ pub struct ProveArgs {
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
     pub pin: Switch,
 
+    /// How the CUDA backend copies mapped files to the GPU (the parameters' SRS sections,
+    /// 47 GB at 32GiB, and a saved recording, 9 GB): on (default) page-locks the file's
+    /// mapping a chunk at a time, so the DMA engine reads the page cache itself at the
+    /// bus's speed while synthesis has the cores; off stages them through pinned buffers
+    /// with host threads (as fast only on idle cores). Chunks the driver refuses to lock
+    /// are staged.
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub pin_mapped: Switch,
+
     /// Upload each partition's aux assignment (the scalars of L, A and B) to the GPU while
     /// its H MSM runs (on), or after it (off).
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
@@ -364,6 +373,9 @@ pub struct Config {
     pub srs_decode: SrsDecode,
     /// Page-lock host memory for large copies to and from the GPU.
     pub pin: bool,
+    /// Page-lock mapped files (SRS sections, a saved recording), chunk by chunk, for
+    /// their upload.
+    pub pin_mapped: bool,
     /// Upload the aux assignment beside the H MSM.
     pub overlap_aux: bool,
     /// Upload the next partition's aux assignment beside this one's MSMs.
@@ -416,6 +428,7 @@ impl Config {
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
             pin: false,
+            pin_mapped: true,
             overlap_aux: true,
             upload_ahead: true,
             huge_pages: true,
@@ -495,6 +508,7 @@ impl TryFrom<ProveArgs> for Config {
             b_g2: a.b_g2,
             srs_decode: a.srs_decode,
             pin: a.pin == Switch::On,
+            pin_mapped: a.pin_mapped == Switch::On,
             overlap_aux: a.overlap_aux == Switch::On,
             upload_ahead: a.upload_ahead == Switch::On,
             huge_pages: a.huge_pages == Switch::On,
@@ -540,6 +554,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_CHECK_AHEAD", "Developers: 1 checks every partition of the C1 whole before any synthesis (default: every partition's shape and the first whole, each other whole before its witness is joined; for comparison)."),
     ("CUZK_EARLY_H", "Developers: 1 starts the first partition's H MSM as soon as SRS section h is on the GPU, before the other sections (default off until measured)."),
+    ("CUZK_PIN_CHUNK_MIB", "Developers: MiB of a mapped file page-locked at a time by --pin-mapped (2 to 65536, default 256; three chunks are locked at once)."),
     ("CUZK_STAGING_PAIRS", "Developers: pairs of 64 MiB page-locked staging buffers, one per host-to-device copy in flight (1 to 16, default 4; 1 makes concurrent copies take turns, for comparison)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),
 ];
@@ -615,6 +630,8 @@ mod tests {
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
         assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, false));
         assert!(config(&["--pin", "on"]).unwrap().pin);
+        assert!(c.pin_mapped);
+        assert!(!config(&["--pin-mapped", "off"]).unwrap().pin_mapped);
         assert!(config(&[]).unwrap().overlap_aux);
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
         assert!(config(&[]).unwrap().upload_ahead);

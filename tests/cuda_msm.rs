@@ -863,3 +863,44 @@ fn srs_points_decode_concurrently_through_the_staging_pool() {
         }
     });
 }
+
+/// A section of a file's mapping (not page-aligned, longer than three 256 MiB chunks)
+/// copied page-locked chunk by chunk (`--pin-mapped`) reads back exactly; so do two threads
+/// copying the same mapping at once, where the driver refuses the second lock of a page
+/// and that thread stages the chunk instead.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn srs_points_from_a_mapping_decode_page_locked_chunk_by_chunk() {
+    if !gpu_or_skip() {
+        return;
+    }
+    use std::io::Write;
+    let base = points::<G1Projective>(4096, 93);
+    let n = (820usize << 20) / 96; // 820 MiB of raw points
+    let set: Vec<G1Affine> = (0..n).map(|i| base[(i * 7 + i / 4096) % 4096]).collect();
+    let mut file = tempfile::tempfile().unwrap();
+    let head = 1000; // the section starts mid-page, as in a .params file
+    file.write_all(&vec![0u8; head]).unwrap();
+    file.write_all(&raw(&set)).unwrap();
+    // SAFETY: the temporary file is this test's own and is not changed while mapped.
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let bytes = &map[head..head + n * 96];
+    let one = cuda::DevicePoints::<G1Affine>::decode(bytes, true).unwrap();
+    assert!(one.read(0..n).unwrap() == set, "page-locked chunk by chunk");
+    drop(one);
+    std::thread::scope(|sc| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| sc.spawn(|| cuda::DevicePoints::<G1Affine>::decode(bytes, true)))
+            .collect();
+        for (t, h) in hs.into_iter().enumerate() {
+            let got = h.join().unwrap().unwrap();
+            assert!(
+                got.read(0..n).unwrap() == set,
+                "thread {t}, the same mapping at once"
+            );
+        }
+    });
+}

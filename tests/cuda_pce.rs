@@ -94,7 +94,7 @@ fn check(emulate: bool) {
         assert!(deferred == full, "{at}: deferred CPU evaluation differs");
 
         // On the device: H equals the CPU backend's H of the full synthesis.
-        let dev = DevicePce::upload(&recorded, emulate).unwrap();
+        let dev = DevicePce::upload(&recorded, emulate, true).unwrap();
         let aux = DeviceScalars::upload(&full.aux_assignment, emulate).unwrap();
         let (h, _, _) = quotient_pce_to_device(&dev, &full.input_assignment, &aux).unwrap();
         let [a, b, c] = full.abc.evaluated().unwrap().map(<[_]>::to_vec);

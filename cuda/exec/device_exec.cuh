@@ -70,6 +70,11 @@ struct DeviceExec {
     bool pin = true;
     // Large uploads staged rather than page-locked (--pin off).
     bool stage = !pin_transfers();
+    // The sources are a read-only file mapping: large uploads page-lock them chunk by
+    // chunk (RegisteredCopy), neither staged nor locked whole; `refused` counts the
+    // chunks the driver would not lock (staged instead).
+    bool from_mapping = false;
+    size_t refused = 0;
     DeviceMarks marks;
 
     int mark(const char* what) {
@@ -257,6 +262,7 @@ struct DeviceExec {
     int upload_bytes(void* dst, const void* src, size_t bytes, bool overlapped) {
         if (!bytes) return 0;
         const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
+        if (big && from_mapping) return registered_upload(dst, src, bytes, !overlapped);
         if (big && stage) return staged_upload(dst, src, bytes, !overlapped);
         HostPin locked(src, big ? bytes : 0, true);
         if (!overlapped) {
@@ -284,6 +290,29 @@ struct DeviceExec {
                 CUZK_CHECK(cudaStreamWaitEvent(stream, sc.drained[0], 0));
             }
             CUZK_RC(sc.copy(dst, src, bytes));
+            CUZK_CHECK(cudaStreamSynchronize(stream));
+            return 0;
+        }();
+        cudaStreamDestroy(stream);
+        return rc;
+    }
+    // staged_upload() for a read-only file mapping, page-locked chunk by chunk (see
+    // RegisteredCopy).
+    int registered_upload(void* dst, const void* src, size_t bytes, bool after_default) {
+        cudaStream_t stream;
+        CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        int rc = [&]() -> int {
+            RegisteredCopy rcp(stream, err, errlen);
+            if (after_default) {
+                cudaEvent_t e;
+                CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+                cudaError_t r = cudaEventRecord(e, 0);
+                if (r == cudaSuccess) r = cudaStreamWaitEvent(stream, e, 0);
+                cudaEventDestroy(e);
+                CUZK_CHECK(r);
+            }
+            CUZK_RC(rcp.copy(dst, src, bytes));
+            refused += rcp.refused;
             CUZK_CHECK(cudaStreamSynchronize(stream));
             return 0;
         }();

@@ -3,6 +3,7 @@
 // (groth16/quotient.cu), freed at the end.
 #include <cstdio>
 #include <new>
+#include <type_traits>
 
 #include "eval.cuh"
 
@@ -18,7 +19,8 @@ namespace {
 
 template <class Exec>
 int upload_pce(Exec& ex, cuzk::PceSet& s, const CuzkCsr* m, const cuzk::FrMont* table,
-               size_t ntable) {
+               size_t ntable, bool from_mapping) {
+    if constexpr (std::is_same_v<Exec, cuzk::DeviceExec>) ex.from_mapping = from_mapping;
     auto& a = cuzk::storage(s, ex);
     for (int k = 0; k < 3; ++k) {
         CUZK_RC(ex.alloc(a.row_start[k], s.rows + 1, "PCE row offsets"));
@@ -38,10 +40,11 @@ int upload_pce(Exec& ex, cuzk::PceSet& s, const CuzkCsr* m, const cuzk::FrMont* 
 // A new recording *out on the device (or, emulate ≠ 0, in host memory) from the three
 // matrices m[0..2] (A, B, C) of `rows` rows and the coefficient table (blst_fr,
 // Montgomery). The caller has checked every column and coefficient index (the recording's
-// invariant); the kernels index with them unchecked.
+// invariant); the kernels index with them unchecked. from_mapping ≠ 0: the arrays lie in a
+// read-only file mapping, page-locked chunk by chunk for the copy (RegisteredCopy).
 extern "C" int cuzk_pce_new(const CuzkCsr* m, size_t rows, const void* table, size_t ntable,
-                            size_t inputs, size_t aux, int emulate, void** out, char* err,
-                            size_t errlen) {
+                            size_t inputs, size_t aux, int emulate, int from_mapping,
+                            void** out, char* err, size_t errlen) {
     *out = nullptr;
     auto* s = new (std::nothrow) cuzk::PceSet{};
     if (!s) {
@@ -53,7 +56,7 @@ extern "C" int cuzk_pce_new(const CuzkCsr* m, size_t rows, const void* table, si
     s->inputs = inputs;
     s->aux = aux;
     const int rc = cuzk::with_exec(s->emulate, err, errlen, "PCE upload", [&](auto& ex) {
-        return upload_pce(ex, *s, m, (const cuzk::FrMont*)table, ntable);
+        return upload_pce(ex, *s, m, (const cuzk::FrMont*)table, ntable, from_mapping != 0);
     });
     if (rc != 0) {
         delete s;

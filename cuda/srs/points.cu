@@ -9,33 +9,16 @@ using cuzk::srs::PointSet;
 // Decodes n raw points of G1 (g2 = 0, 96 bytes each) or G2 (g2 ≠ 0, 192 bytes) from host
 // memory into a new set *out, on the GPU or (emulate ≠ 0) on the host. *bad receives the
 // index of the first invalid point (~0 if none); a set with invalid points is not created
-// and the call fails. pin ≠ 0 page-locks the host bytes (read-only registration of the
-// mapping) for the copy, so it runs at DMA speed without a staging copy; *pinned says
-// whether that worked (if not, the copy runs from pageable memory). pin = 0 copies through
-// the pinned staging buffers (util/transfer.cuh, Staging).
+// and the call fails. pin ≠ 0: raw is a read-only file mapping (the parameters), copied
+// page-locked chunk by chunk (util/transfer.cuh, RegisteredCopy: DMA from the page cache,
+// no host copy); *pinned says whether every chunk could be locked (those refused were
+// staged). pin = 0 copies through the pinned staging buffers (Staging).
 extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, int pin,
                                int* pinned, void** out, uint64_t* bad, char* err,
                                size_t errlen) {
     *out = nullptr;
     *bad = ~0ull;
     *pinned = 0;
-    const size_t bytes = n * (g2 ? 192 : 96);
-    struct Unpin {
-        const void* p = nullptr;
-        ~Unpin() {
-            if (p) cudaHostUnregister(const_cast<void*>(p));
-        }
-    } unpin;
-    if (pin && !emulate && bytes) {
-        if (cudaHostRegister(const_cast<void*>(raw), bytes,
-                             cudaHostRegisterReadOnly | cudaHostRegisterPortable) ==
-            cudaSuccess) {
-            unpin.p = raw;
-            *pinned = 1;
-        } else {
-            cudaGetLastError();  // not fatal: copy from pageable memory instead
-        }
-    }
     try {
         auto* ps = new PointSet{};
         ps->g2 = g2 != 0;
@@ -48,13 +31,11 @@ extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, i
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->host, raw, n, bad);
         } else {
             cuzk::DeviceExec ex{err, errlen};
-            // Registered above (read-only mapping): straight from it; else staged.
-            if (*pinned)
-                ex.pin = false;
-            else
-                ex.stage = true;
+            ex.from_mapping = pin != 0;
+            ex.stage = true;
             rc = g2 ? cuzk::srs::upload_decode<cuzk::Fp2>(ex, ps->dev, raw, n, bad)
                     : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->dev, raw, n, bad);
+            *pinned = pin && ex.refused == 0;
         }
         if (rc == 0 && *bad != ~0ull) {
             snprintf(err, errlen, "point %llu of %zu does not decode", (unsigned long long)*bad,

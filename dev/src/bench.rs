@@ -593,7 +593,7 @@ fn pce_eval(o: &Options, c1: &std::path::Path, rows: &mut Rows) -> Result<()> {
 
     let mut dev = None;
     let upload = wall(|| {
-        dev = Some(DevicePce::upload(&pce, false)?);
+        dev = Some(DevicePce::upload(&pce, false, true)?);
         Ok(())
     })?;
     let dev = dev.expect("uploaded above");

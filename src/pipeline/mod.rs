@@ -100,7 +100,7 @@ fn choose_backend(cfg: &Config) -> Result<Devices> {
                 cfg.b_g2,
                 cfg.srs_decode,
                 cfg.gpus.first(),
-                cfg.pin,
+                cfg.pin || cfg.pin_mapped,
                 auto,
                 lock,
                 quiet,

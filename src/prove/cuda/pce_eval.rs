@@ -38,6 +38,7 @@ mod ffi {
             inputs: usize,
             aux: usize,
             emulate: c_int,
+            from_mapping: c_int,
             out: *mut *mut c_void,
             err: *mut c_char,
             errlen: usize,
@@ -61,7 +62,9 @@ unsafe impl Sync for DevicePce {}
 
 impl DevicePce {
     /// Copies `pce`'s matrices and coefficients to the device (`emulate`: host memory).
-    pub fn upload(pce: &Arc<Pce>, emulate: bool) -> Result<Self> {
+    /// `pin` (`--pin-mapped`): a loaded recording's file mapping is page-locked chunk by
+    /// chunk for the copy (DMA from the page cache), not staged.
+    pub fn upload(pce: &Arc<Pce>, emulate: bool, pin: bool) -> Result<Self> {
         #[cfg(cuzk_cuda)]
         {
             let m = pce.matrices().map(|(row_start, cols, coeffs)| ffi::Csr {
@@ -85,6 +88,7 @@ impl DevicePce {
                     pce.inputs,
                     pce.aux,
                     emulate as i32,
+                    (pin && pce.mapped()) as i32,
                     &mut raw,
                     e,
                     l,
@@ -106,7 +110,7 @@ impl DevicePce {
         }
         #[cfg(not(cuzk_cuda))]
         {
-            let _ = (pce, emulate);
+            let _ = (pce, emulate, pin);
             anyhow::bail!(super::NO_CUDA_BUILD)
         }
     }

@@ -27,9 +27,10 @@ unsafe impl<P: GpuAffine> Sync for DevicePoints<P> {}
 impl<P: GpuAffine> DevicePoints<P> {
     /// Copies `raw` (uncompressed points as a .params section stores them) to the device
     /// and decodes it there, checking each point as blst does (on the curve, no subgroup
-    /// check). An invalid point fails with its index. `pin` page-locks `raw` for the copy
-    /// (`--pin`); if the driver refuses, the copy runs from pageable memory and a warning
-    /// is logged.
+    /// check). An invalid point fails with its index. `pin` (`--pin-mapped`, `--pin`): `raw`
+    /// is a read-only file mapping, page-locked a chunk at a time for the copy (DMA
+    /// straight from the page cache); chunks the driver refuses to lock are staged, and
+    /// that is logged.
     pub fn decode(raw: &[u8], pin: bool) -> Result<Self> {
         Self::create(raw, false, pin)
     }
@@ -72,8 +73,9 @@ impl<P: GpuAffine> DevicePoints<P> {
                 )
             })?;
             if pin && pinned == 0 && n > 0 {
-                log::warn!(
-                    "--pin: could not page-lock the mapped SRS; copying from pageable memory"
+                log::info!(
+                    "--pin-mapped: some of the mapped SRS could not be page-locked; those parts \
+                     were staged"
                 );
             }
             Ok(Self {

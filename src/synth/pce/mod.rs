@@ -131,6 +131,12 @@ impl Pce {
         }
     }
 
+    /// Whether the arrays lie in a saved recording's file mapping (a loaded recording),
+    /// rather than in vectors of their own (one just recorded).
+    pub fn mapped(&self) -> bool {
+        self.a.row_start.file().is_some()
+    }
+
     /// Terms in A, B, C.
     pub fn nnz(&self) -> [usize; 3] {
         [self.a.cols.len(), self.b.cols.len(), self.c.cols.len()]

@@ -85,7 +85,7 @@ impl Cuda {
             return Ok(None);
         }
         let d = t.time("upload PCE matrices (GPU, once per run)", || {
-            DevicePce::upload(pce, false)
+            DevicePce::upload(pce, false, self.pin)
         })?;
         let d = Arc::new(d);
         *kept = Some(d.clone());
