@@ -15,6 +15,8 @@
 #   dev/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
 #   dev/gpu-session.sh fuzz    # cuzk-dev fuzz, 1 M runs per reader ($FUZZ_RUNS)
 #   dev/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
+#   dev/gpu-session.sh upload  # dev/bench-upload: a page-cached mapping to the GPU,
+#                                  # staged vs page-locked (--pin-mapped), idle and busy
 #   dev/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
 #                                     # dev/supraseal/supraseal-c2-bench.tar.gz)
 #   dev/gpu-session.sh full32-gen # starts 32GiB TEST-ONLY parameters (~10 min, 47 GB;
@@ -41,7 +43,8 @@
 #                                     # SMALL=0 skips 2KiB/8MiB, SUBGROUP_SAMPLE=N times
 #                                     # subgroup-check on N points a section)
 #                                     # alternated the same way. TIMELINE=1 logs at info
-#                                     # level (millisecond timestamps) in every run.
+#                                     # level (millisecond timestamps) in every run;
+#                                     # PROVE_ARGS="--flag v" goes to every run.
 #   dev/gpu-session.sh full32-binab  # waits, then this build against an earlier one
 #                                     # (.gpu/old.tgz), alternated ($AB_RUNS pairs)
 #   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
@@ -72,6 +75,8 @@ pack() {
     strip -o "$tmp/cuzk-prove" target/release/cuzk-prove
     strip -o "$tmp/cuzk-dev" target/release/cuzk-dev
     [ -x dev/sppark/target/release/sppark-vs-cuzk ] && cp dev/sppark/target/release/sppark-vs-cuzk "$tmp/"
+    # dev/bench-upload (standalone nvcc build, see its header)
+    [ -x target/bench-upload/bench_upload ] && strip -o "$tmp/bench_upload" target/bench-upload/bench_upload
     mkdir -p .gpu && tar czf .gpu/bins.tgz -C "$tmp" . && ls -la .gpu/bins.tgz
     rm -rf "$tmp"
 }
@@ -136,6 +141,15 @@ fuzz) # the mutation campaigns: $FUZZ_RUNS (1 M) runs per reader on all cores (n
             --seed "${FUZZ_SEED:-2904}" --crashes "$OUT/fuzz-crashes"
         tail -1 "$OUT/fuzz-$t.log" | tee -a "$OUT/summary.txt"
     done
+    ;;
+upload) # a page-cached mapping to the GPU, staged vs page-locked (--pin-mapped), idle and
+    # beside 14 busy threads; the 16 GiB file is removed afterwards (the disk holds 64 GB)
+    mkdir -p "$B"; [ -x "$B/cuzk-prove" ] || tar xzf .gpu/bins.tgz -C "$B"
+    for busy in 0 14; do
+        run "upload-busy-$busy" "$B/bench_upload" /tmp/bench-upload.bin "${UPLOAD_GIB:-16}" $busy 2
+        grep -E "GB/s|read back" "$OUT/upload-busy-$busy.log" >> "$OUT/summary.txt"
+    done
+    rm -f /tmp/bench-upload.bin
     ;;
 partition) # one synthetic 32GiB-shape partition (~2 min, most of it generating inputs)
     setup
@@ -218,6 +232,10 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     if [ "$1" = full32-plain ]; then
         # As a user types it: no --pce-cache; the recording goes beside the parameters.
         P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" -o "$D/proof.bin" --timings)
+        # PROVE_ARGS: flags for every run of this phase (e.g. "--pin-mapped on" under an
+        # AB_ENV comparison).
+        read -r -a XA <<< "${PROVE_ARGS:-}"
+        P+=("${XA[@]}")
         V=("$B/cuzk-dev" verify-seal --meta "$D/c1-32g.meta.json" --param-cache "$D/p32" --proof)
         [ "${KEEP_PCE:-0}" = 1 ] || rm -f "$D/p32/"*.pce
         for i in ${FULL32_RUNS:-1 2 3}; do
@@ -296,5 +314,5 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     done
     ls -la "$D/proof.bin" >> "$OUT/summary.txt"
     ;;
-*) echo "usage: $0 pack|check|bench|fuzz|partition|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
+*) echo "usage: $0 pack|check|bench|fuzz|partition|upload|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
 esac

@@ -222,12 +222,12 @@ pub struct ProveArgs {
     pub pin: Switch,
 
     /// How the CUDA backend copies mapped files to the GPU (the parameters' SRS sections,
-    /// 47 GB at 32GiB, and a saved recording, 9 GB): on (default) page-locks the file's
-    /// mapping a chunk at a time, so the DMA engine reads the page cache itself at the
-    /// bus's speed while synthesis has the cores; off stages them through pinned buffers
-    /// with host threads (as fast only on idle cores). Chunks the driver refuses to lock
-    /// are staged.
-    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    /// 47 GB at 32GiB, and a saved recording, 9 GB): on page-locks the file's mapping a
+    /// chunk at a time, so the DMA engine reads the page cache itself at the bus's speed
+    /// while synthesis has the cores; off (default until measured on a GPU) stages them
+    /// through pinned buffers with host threads, fast only while cores are idle. Chunks
+    /// the driver refuses to lock are staged.
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::Off)]
     pub pin_mapped: Switch,
 
     /// Upload each partition's aux assignment (the scalars of L, A and B) to the GPU while
@@ -428,7 +428,7 @@ impl Config {
             b_g2: BG2::Gpu,
             srs_decode: SrsDecode::Gpu,
             pin: false,
-            pin_mapped: true,
+            pin_mapped: false,
             overlap_aux: true,
             upload_ahead: true,
             huge_pages: true,
@@ -630,8 +630,8 @@ mod tests {
         assert_eq!((c.msm_window, c.split_msm, c.b_g2), (0, true, BG2::Gpu));
         assert_eq!((c.srs_decode, c.pin), (SrsDecode::Gpu, false));
         assert!(config(&["--pin", "on"]).unwrap().pin);
-        assert!(c.pin_mapped);
-        assert!(!config(&["--pin-mapped", "off"]).unwrap().pin_mapped);
+        assert!(!c.pin_mapped);
+        assert!(config(&["--pin-mapped", "on"]).unwrap().pin_mapped);
         assert!(config(&[]).unwrap().overlap_aux);
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
         assert!(config(&[]).unwrap().upload_ahead);

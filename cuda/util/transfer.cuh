@@ -246,17 +246,19 @@ struct StagedCopy {
     }
 };
 
-// Host → device copy of a read-only file mapping (the parameters' sections) by
-// page-locking it a chunk at a time (cudaHostRegister, read-only): the DMA engine reads
-// the page-cache pages themselves, with no host copy and no core held for one. Up to
-// DEPTH chunks are locked at once: the next is registered while the earlier ones are
-// copied, and each is unregistered once its copy has drained. Chunks lie on multiples of
-// CHUNK in the address space, so two never share a page. A chunk the driver refuses (a
-// page locked already, as by another GPU's copy of the same mapping) goes through a
-// staging pair instead; `refused` counts them. Measured on the device host (16 GiB of a
-// page-cached file, PCIe gen 5): locked chunk by chunk 20–22 GB/s whether or not 14 of
-// the 16 cores are busy, ~0.6 s of one core for the registrations; staged 23–27 GB/s on
-// 8 idle cores but 10 GB/s beside 14 busy ones (docs/PERF.md, `--pin-mapped`).
+// Host → device copy of a read-only file mapping (the parameters' sections, a saved
+// recording) by page-locking it a chunk at a time (cudaHostRegister, read-only): the DMA
+// engine reads the page-cache pages themselves, with no host copy and no core held for
+// one. Up to DEPTH chunks are locked at once: the next is registered while the earlier
+// ones are copied, and each is unregistered once its copy has drained. Chunks lie on
+// multiples of the chunk size (CUZK_PIN_CHUNK_MIB) in the address space, so two never
+// share a page. A chunk the driver refuses (a page locked already, as by another GPU's
+// copy of the same mapping) goes through a staging pair instead; `refused` counts them.
+// A first experiment on the H100 host (16 GiB of a page-cached file, PCIe gen 5; chunks
+// registered and copied one after another, not this pipeline): ~20 GB/s whether or not 14
+// of the 16 cores were busy, ~0.6 s of one core for the registrations; staging 23–27 GB/s
+// on 8 idle cores but 10 GB/s beside 14 busy ones (docs/PERF.md, `--pin-mapped`;
+// dev/bench-upload measures this code).
 struct RegisteredCopy {
     static constexpr unsigned DEPTH = 3;
     const size_t chunk = size_t(env_long("CUZK_PIN_CHUNK_MIB", 2, 1 << 16, 256)) << 20;

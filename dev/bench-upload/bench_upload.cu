@@ -2,10 +2,12 @@
 // of a run; this measures the product's two ways of copying a page-cached file mapping to
 // the GPU (cuda/util/transfer.cuh: StagedCopy through pinned buffers filled by host
 // threads, RegisteredCopy page-locking the mapping chunk by chunk, `--pin-mapped`) with and
-// without busy cores, wall and CPU time. Standalone (no Rust on the GPU host); build on the
-// build machine and carry it:
+// without busy cores, wall and CPU time. Standalone (no Rust on the GPU host); build it on
+// the build machine before `dev/gpu-session.sh pack`, which packs it, and run it there with
+// `dev/gpu-session.sh upload`:
 //
-//   nvcc -O2 -std=c++17 -arch=sm_90 -I cuda -o target/bench-upload/bench_upload \
+//   mkdir -p target/bench-upload
+//   $NVCC -O2 -std=c++17 -arch=sm_90 -I cuda -o target/bench-upload/bench_upload \
 //        dev/bench-upload/bench_upload.cu
 //   bench_upload FILE GIB [BUSY_THREADS] [RUNS]
 //

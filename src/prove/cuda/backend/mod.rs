@@ -84,7 +84,7 @@ pub struct Cuda {
     /// The GPU (`--gpu N`), made current on the thread that runs the kernels.
     pub gpu: usize,
     /// Page-lock each mapped SRS section, a chunk at a time, while it is copied to the
-    /// device (`--pin-mapped on`, the default, or `--pin on`), else stage it through pinned
+    /// device (`--pin-mapped on` or `--pin on`), else stage it through pinned
     /// buffers.
     pub pin: bool,
     /// With the SRS resident, upload each partition's aux assignment while its H MSM runs
