@@ -865,9 +865,10 @@ fn srs_points_decode_concurrently_through_the_staging_pool() {
 }
 
 /// A section of a file's mapping (not page-aligned, longer than three 256 MiB chunks)
-/// copied page-locked chunk by chunk (`--pin-mapped`) reads back exactly; so do two threads
-/// copying the same mapping at once, where the driver refuses the second lock of a page
-/// and that thread stages the chunk instead.
+/// copied page-locked chunk by chunk (`--pin-mapped`) reads back exactly, every chunk
+/// locked; with a range inside it locked already, the chunk that overlaps it is staged
+/// instead and the copy is still exact; so are two threads copying the same mapping at
+/// once.
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),
@@ -885,12 +886,22 @@ fn srs_points_from_a_mapping_decode_page_locked_chunk_by_chunk() {
     let head = 1000; // the section starts mid-page, as in a .params file
     file.write_all(&vec![0u8; head]).unwrap();
     file.write_all(&raw(&set)).unwrap();
+    // Shared and writable, so that the test can lock a part of it as another user would
+    // (PageLocked registers read-write); the copies only read it.
     // SAFETY: the temporary file is this test's own and is not changed while mapped.
-    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let map = unsafe { memmap2::MmapOptions::new().map_mut(&file) }.unwrap();
     let bytes = &map[head..head + n * 96];
-    let one = cuda::DevicePoints::<G1Affine>::decode(bytes, true).unwrap();
+    let (one, locked) = cuda::DevicePoints::<G1Affine>::decode_page_locked(bytes).unwrap();
+    assert!(locked, "every chunk page-locked");
     assert!(one.read(0..n).unwrap() == set, "page-locked chunk by chunk");
     drop(one);
+    {
+        let held = cuda::PageLocked::new(&bytes[300 << 20..301 << 20]).unwrap();
+        let (got, locked) = cuda::DevicePoints::<G1Affine>::decode_page_locked(bytes).unwrap();
+        assert!(!locked, "the chunk over a locked range is staged");
+        assert!(got.read(0..n).unwrap() == set, "with one chunk staged");
+        drop(held);
+    }
     std::thread::scope(|sc| {
         let hs: Vec<_> = (0..2)
             .map(|_| sc.spawn(|| cuda::DevicePoints::<G1Affine>::decode(bytes, true)))

@@ -261,8 +261,11 @@ struct DeviceExec {
     }
     int upload_bytes(void* dst, const void* src, size_t bytes, bool overlapped) {
         if (!bytes) return 0;
+        // A mapping goes chunk by chunk even where another copy holds its first chunk
+        // locked (host_locked would then send the whole copy over that one lock).
+        if (from_mapping && pin && bytes >= PIN_MIN_BYTES)
+            return registered_upload(dst, src, bytes, !overlapped);
         const bool big = pin && bytes >= PIN_MIN_BYTES && !host_locked(src);
-        if (big && from_mapping) return registered_upload(dst, src, bytes, !overlapped);
         if (big && stage) return staged_upload(dst, src, bytes, !overlapped);
         HostPin locked(src, big ? bytes : 0, true);
         if (!overlapped) {

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include <cuda_runtime.h>
 
 #include "env.cuh"
@@ -251,9 +253,11 @@ struct StagedCopy {
 // engine reads the page-cache pages themselves, with no host copy and no core held for
 // one. Up to DEPTH chunks are locked at once: the next is registered while the earlier
 // ones are copied, and each is unregistered once its copy has drained. Chunks lie on
-// multiples of the chunk size (CUZK_PIN_CHUNK_MIB) in the address space, so two never
-// share a page. A chunk the driver refuses (a page locked already, as by another GPU's
+// multiples of the chunk size (CUZK_PIN_CHUNK_MIB) in the address space and are locked as
+// whole pages, so two never share a page. A chunk the driver refuses (a page locked already, as by another GPU's
 // copy of the same mapping) goes through a staging pair instead; `refused` counts them.
+// Any other refusal (read-only registration not supported) stops the locking: the rest
+// is staged.
 // A first experiment on the H100 host (16 GiB of a page-cached file, PCIe gen 5; chunks
 // registered and copied one after another, not this pipeline): ~20 GB/s whether or not 14
 // of the 16 cores were busy, ~0.6 s of one core for the registrations; staging 23–27 GB/s
@@ -262,10 +266,12 @@ struct StagedCopy {
 struct RegisteredCopy {
     static constexpr unsigned DEPTH = 3;
     const size_t chunk = size_t(env_long("CUZK_PIN_CHUNK_MIB", 2, 1 << 16, 256)) << 20;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);  // a power of two ≤ 2 MiB
     cudaStream_t stream;
     char* err;
     size_t errlen;
     size_t refused = 0;
+    bool locking = true;  // false after a refusal other than "already registered"
     struct Slot {
         void* p = nullptr;
         cudaEvent_t drained = nullptr;
@@ -275,6 +281,9 @@ struct RegisteredCopy {
     RegisteredCopy(const RegisteredCopy&) = delete;
     RegisteredCopy& operator=(const RegisteredCopy&) = delete;
     ~RegisteredCopy() {
+        // After an early return a slot's last event may predate its copy: no page is
+        // unlocked before the stream has drained.
+        cudaStreamSynchronize(stream);
         for (Slot& s : slots) {
             retire(s);  // also after a failed copy: the DMA no longer reads the pages
             if (s.drained) cudaEventDestroy(s.drained);
@@ -300,15 +309,22 @@ struct RegisteredCopy {
             const size_t off = lo - begin, len = hi - lo;
             Slot& s = slots[k % DEPTH];
             CUZK_CHECK(retire(s));
-            if (cudaHostRegister((void*)lo, len,
-                                 cudaHostRegisterReadOnly | cudaHostRegisterPortable) ==
-                cudaSuccess) {
-                s.p = (void*)lo;
+            // Whole pages: a mapping covers the pages its first and last bytes lie in.
+            const uintptr_t page_lo = lo & ~(page - 1), page_hi = (hi + page - 1) & ~(page - 1);
+            const cudaError_t r =
+                locking ? cudaHostRegister((void*)page_lo, page_hi - page_lo,
+                                           cudaHostRegisterReadOnly | cudaHostRegisterPortable)
+                        : cudaErrorNotSupported;
+            if (r == cudaSuccess) {
+                s.p = (void*)page_lo;
                 CUZK_CHECK(cudaMemcpyAsync((char*)dst + off, (const void*)lo, len,
                                            cudaMemcpyHostToDevice, stream));
                 CUZK_CHECK(cudaEventRecord(s.drained, stream));
             } else {
-                cudaGetLastError();  // not fatal: this chunk is staged
+                if (locking) {
+                    cudaGetLastError();  // not fatal: this chunk is staged
+                    locking = r == cudaErrorHostMemoryAlreadyRegistered;
+                }
                 ++refused;
                 if (!staged) {
                     staged = new StagedCopy(stream, err, errlen);

@@ -32,17 +32,32 @@ impl<P: GpuAffine> DevicePoints<P> {
     /// straight from the page cache); chunks the driver refuses to lock are staged, and
     /// that is logged.
     pub fn decode(raw: &[u8], pin: bool) -> Result<Self> {
-        Self::create(raw, false, pin)
+        let (set, locked) = Self::create(raw, false, pin)?;
+        if pin && !locked {
+            log::info!(
+                "--pin-mapped: some of the mapped SRS could not be page-locked; those parts \
+                 were staged"
+            );
+        }
+        Ok(set)
+    }
+
+    /// [`Self::decode`] of a mapping page-locked chunk by chunk, and whether every chunk
+    /// could be locked (else some were staged): for tests.
+    #[doc(hidden)]
+    pub fn decode_page_locked(raw: &[u8]) -> Result<(Self, bool)> {
+        Self::create(raw, false, true)
     }
 
     /// [`Self::decode`] with the device code run on the host (tests without a GPU).
     #[doc(hidden)]
     #[cfg(feature = "test-kernels")]
     pub fn decode_emulated(raw: &[u8]) -> Result<Self> {
-        Self::create(raw, true, false)
+        Self::create(raw, true, false).map(|(set, _)| set)
     }
 
-    fn create(raw: &[u8], emulate: bool, pin: bool) -> Result<Self> {
+    /// The set, and whether `pin` had every chunk page-locked.
+    fn create(raw: &[u8], emulate: bool, pin: bool) -> Result<(Self, bool)> {
         ensure!(
             raw.len().is_multiple_of(P::RAW_SIZE),
             "{} bytes are not a whole number of {}-byte {} points",
@@ -72,18 +87,13 @@ impl<P: GpuAffine> DevicePoints<P> {
                     l,
                 )
             })?;
-            if pin && pinned == 0 && n > 0 {
-                log::info!(
-                    "--pin-mapped: some of the mapped SRS could not be page-locked; those parts \
-                     were staged"
-                );
-            }
-            Ok(Self {
+            let set = Self {
                 set,
                 len: n,
                 emulated: emulate,
                 _group: PhantomData,
-            })
+            };
+            Ok((set, pinned != 0 || n == 0))
         }
         #[cfg(not(cuzk_cuda))]
         {
