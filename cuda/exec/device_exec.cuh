@@ -283,29 +283,30 @@ struct DeviceExec {
     // Through the staging buffers (see Staging); after_default: the copies wait for the
     // work queued on the default stream so far (dst's allocation, in stream order).
     int staged_upload(void* dst, const void* src, size_t bytes, bool after_default = true) {
-        cudaStream_t stream;
-        CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        int rc = [&]() -> int {
+        return on_own_stream(after_default, [&](cudaStream_t stream) -> int {
             StagedCopy sc(stream, err, errlen);
             CUZK_RC(sc.init());
-            if (after_default) {
-                CUZK_CHECK(cudaEventRecord(sc.drained[0], 0));
-                CUZK_CHECK(cudaStreamWaitEvent(stream, sc.drained[0], 0));
-            }
-            CUZK_RC(sc.copy(dst, src, bytes));
-            CUZK_CHECK(cudaStreamSynchronize(stream));
-            return 0;
-        }();
-        cudaStreamDestroy(stream);
-        return rc;
+            return sc.copy(dst, src, bytes);
+        });
     }
     // staged_upload() for a read-only file mapping, page-locked chunk by chunk (see
     // RegisteredCopy).
     int registered_upload(void* dst, const void* src, size_t bytes, bool after_default) {
+        return on_own_stream(after_default, [&](cudaStream_t stream) -> int {
+            RegisteredCopy rcp(stream, err, errlen);
+            CUZK_RC(rcp.copy(dst, src, bytes));
+            refused += rcp.refused;
+            return 0;
+        });
+    }
+    // copy(stream) on a new stream of its own, returning once that stream has drained;
+    // after_default: the stream first waits for the work queued on the default stream.
+    // copy's own objects (staging pair, locked chunks) are gone before the stream is.
+    template <class Copy>
+    int on_own_stream(bool after_default, Copy copy) {
         cudaStream_t stream;
         CUZK_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
         int rc = [&]() -> int {
-            RegisteredCopy rcp(stream, err, errlen);
             if (after_default) {
                 cudaEvent_t e;
                 CUZK_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -314,8 +315,7 @@ struct DeviceExec {
                 cudaEventDestroy(e);
                 CUZK_CHECK(r);
             }
-            CUZK_RC(rcp.copy(dst, src, bytes));
-            refused += rcp.refused;
+            CUZK_RC(copy(stream));
             CUZK_CHECK(cudaStreamSynchronize(stream));
             return 0;
         }();
