@@ -34,7 +34,8 @@
 #                                     # set, then --memory-budget 48GiB (BUDGET48=0 skips
 #                                     # it); each proof checked with
 #                                     # verify-seal; then 2KiB and 8MiB plain, first run and
-#                                     # $SMALL_RUNS (3) more each
+#                                     # $SMALL_RUNS (3) more each, then AB_FLAG
+#                                     # on/off alternated ($SMALL_AB_RUNS pairs, 5)
 #                                     # AB_ENV=NAME: a developers' knob NAME=1 and =0
 #                                     # (AB_ON=V / AB_OFF=V other values, e.g.
 #                                     # AB_ENV=GLIBC_TUNABLES AB_ON=glibc.malloc.hugetlb=1
@@ -241,6 +242,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
         for i in ${FULL32_RUNS:-1 2 3}; do
             run "full32-plain-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --json "$OUT/plain-$i.json"
             run "verify-plain-$i" "${V[@]}" "$D/proof.bin"
+            grep -E "Elapsed" "$OUT/full32-plain-$i.log" | sed "s/^/plain $i /" >> "$OUT/summary.txt"
             rm -f "$D/proof.bin"
         done
         # An optimization's on/off medians: AB_FLAG (e.g. upload-ahead) alternated, AB_RUNS
@@ -251,6 +253,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
                     run "full32-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" "${P[@]}" --$AB_FLAG $o \
                         --json "$OUT/ab-$o-$i.json"
                     run "verify-$AB_FLAG-$o-$i" "${V[@]}" "$D/proof.bin"
+                    grep -E "Elapsed" "$OUT/full32-$AB_FLAG-$o-$i.log" | sed "s/^/$AB_FLAG=$o $i /" >> "$OUT/summary.txt"
                     rm -f "$D/proof.bin"
                 done
             done
@@ -285,6 +288,18 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
                     --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
                 run "verify-$sz-$i" "$B/cuzk-dev" verify-seal --meta testdata/$sz/meta.json \
                     --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+            done
+            # AB_FLAG at this size too (SMALL_AB_RUNS pairs, 5 by default).
+            [ -n "${AB_FLAG:-}" ] || continue
+            for i in $(seq 1 "${SMALL_AB_RUNS:-5}"); do
+                for o in on off; do
+                    run "plain-$sz-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
+                        --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings --$AB_FLAG $o
+                    run "verify-$sz-$AB_FLAG-$o-$i" "$B/cuzk-dev" verify-seal \
+                        --meta testdata/$sz/meta.json --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+                    grep -E "Elapsed" "$OUT/plain-$sz-$AB_FLAG-$o-$i.log" |
+                        sed "s/^/$sz $AB_FLAG=$o $i /" >> "$OUT/summary.txt"
+                done
             done
         done
         exit 0

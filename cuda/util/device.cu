@@ -67,10 +67,15 @@ extern "C" void cuzk_set_pin_transfers(int on) { cuzk::pin_transfers() = on != 0
 
 // Page-locks [ptr, ptr + bytes) for the caller (mapped for the device: on 64-bit systems
 // registered memory always is; util/transfer.cuh's gather reads it directly) until
-// cuzk_host_unregister(ptr).
-extern "C" int cuzk_host_register(const void* ptr, size_t bytes, char* err, size_t errlen) {
-    cudaError_t e = cudaHostRegister(const_cast<void*>(ptr), bytes,
-                                     cudaHostRegisterPortable | cudaHostRegisterMapped);
+// cuzk_host_unregister(ptr). read_only: the device only reads it, which a file's shared
+// mapping needs (Linux 6.5 and later refuse a long-term writable pin of file-backed pages:
+// cudaErrorInvalidValue, seen on the H200 hosts' 6.18 kernel).
+extern "C" int cuzk_host_register(const void* ptr, size_t bytes, int read_only, char* err,
+                                  size_t errlen) {
+    cudaError_t e = cudaHostRegister(
+        const_cast<void*>(ptr), bytes,
+        cudaHostRegisterPortable | cudaHostRegisterMapped |
+            (read_only ? cudaHostRegisterReadOnly : 0u));
     if (e != cudaSuccess) {
         cudaGetLastError();
         snprintf(err, errlen, "cudaHostRegister(%zu bytes) failed: %s", bytes,

@@ -44,6 +44,7 @@ mod ffi {
         pub(crate) fn cuzk_host_register(
             ptr: *const std::os::raw::c_void,
             bytes: usize,
+            read_only: c_int,
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
@@ -144,6 +145,17 @@ pub struct PageLocked<'a, T> {
 
 impl<'a, T> PageLocked<'a, T> {
     pub fn new(data: &'a [T]) -> Result<Self> {
+        Self::lock(data, false)
+    }
+
+    /// Locked for the device to read only: what a file's shared mapping needs (Linux 6.5
+    /// and later refuse a long-term writable pin of file-backed pages), and what
+    /// `--pin-mapped` takes of the parameters' mapping (util/transfer.cuh).
+    pub fn read_only(data: &'a [T]) -> Result<Self> {
+        Self::lock(data, true)
+    }
+
+    fn lock(data: &'a [T], read_only: bool) -> Result<Self> {
         #[cfg(cuzk_cuda)]
         {
             if !data.is_empty() {
@@ -151,14 +163,20 @@ impl<'a, T> PageLocked<'a, T> {
                 // SAFETY: the range is one live allocation borrowed for 'a; the driver
                 // only page-locks it (the device reads it, never writes).
                 call(|e, l| unsafe {
-                    ffi::cuzk_host_register(data.as_ptr() as *const _, bytes, e, l)
+                    ffi::cuzk_host_register(
+                        data.as_ptr() as *const _,
+                        bytes,
+                        read_only as std::os::raw::c_int,
+                        e,
+                        l,
+                    )
                 })?;
             }
             Ok(Self { data })
         }
         #[cfg(not(cuzk_cuda))]
         {
-            let _ = data;
+            let _ = (data, read_only);
             bail!(NO_CUDA_BUILD)
         }
     }
