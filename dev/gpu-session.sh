@@ -15,6 +15,7 @@
 #   dev/gpu-session.sh e2e     # whole proofs, 2KiB and 8MiB, each switch on and off
 #   dev/gpu-session.sh fuzz    # cuzk-dev fuzz, 1 M runs per reader ($FUZZ_RUNS)
 #   dev/gpu-session.sh partition  # bench-gpu --partition (32GiB shape, synthetic)
+#   dev/gpu-session.sh affine  # dev/bench-affine: bucket additions, XYZZ vs batch-affine
 #   dev/gpu-session.sh upload  # dev/bench-upload: a page-cached mapping to the GPU,
 #                                  # staged vs page-locked (--pin-mapped), idle and busy
 #   dev/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
@@ -78,6 +79,8 @@ pack() {
     [ -x dev/sppark/target/release/sppark-vs-cuzk ] && cp dev/sppark/target/release/sppark-vs-cuzk "$tmp/"
     # dev/bench-upload (standalone nvcc build, see its header)
     [ -x target/bench-upload/bench_upload ] && strip -o "$tmp/bench_upload" target/bench-upload/bench_upload
+    # dev/bench-affine (the same)
+    [ -x target/bench-affine/bench_affine ] && strip -o "$tmp/bench_affine" target/bench-affine/bench_affine
     mkdir -p .gpu && tar czf .gpu/bins.tgz -C "$tmp" . && ls -la .gpu/bins.tgz
     rm -rf "$tmp"
 }
@@ -151,6 +154,13 @@ upload) # a page-cached mapping to the GPU, staged vs page-locked (--pin-mapped)
         grep -E "GB/s|read back" "$OUT/upload-busy-$busy.log" >> "$OUT/summary.txt"
     done
     rm -f /tmp/bench-upload.bin
+    ;;
+affine) # dev/bench-affine: a bucket addition in XYZZ against batch-affine (K chains a thread,
+    # one inversion a round, binary GCD or Fermat), checked against each other (~1 min)
+    mkdir -p "$B"; [ -x "$B/cuzk-prove" ] || tar xzf .gpu/bins.tgz -C "$B"
+    run affine-check "$B/bench_affine" check
+    run affine "$B/bench_affine" ${AFFINE_ARGS:-23 16 3}
+    cat "$OUT/affine.log" >> "$OUT/summary.txt"
     ;;
 partition) # one synthetic 32GiB-shape partition (~2 min, most of it generating inputs)
     setup
@@ -329,5 +339,5 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
     done
     ls -la "$D/proof.bin" >> "$OUT/summary.txt"
     ;;
-*) echo "usage: $0 pack|check|bench|fuzz|partition|upload|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native" >&2; exit 2 ;;
+*) echo "usage: $0 pack|check|bench|fuzz|partition|affine|upload|e2e|supraseal|full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab" >&2; exit 2 ;;
 esac
