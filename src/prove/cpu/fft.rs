@@ -203,6 +203,44 @@ mod tests {
         }
     }
 
+    /// Recursive radix-2 (even and odd halves), the definition written differently.
+    fn reference_fft(a: &[Fr], omega: Fr) -> Vec<Fr> {
+        let n = a.len();
+        if n == 1 {
+            return a.to_vec();
+        }
+        let even: Vec<Fr> = a.iter().step_by(2).copied().collect();
+        let odd: Vec<Fr> = a.iter().skip(1).step_by(2).copied().collect();
+        let (e, o) = (
+            reference_fft(&even, omega.square()),
+            reference_fft(&odd, omega.square()),
+        );
+        let mut out = vec![Fr::ZERO; n];
+        let mut w = Fr::ONE;
+        for k in 0..n / 2 {
+            out[k] = e[k] + w * o[k];
+            out[k + n / 2] = e[k] - w * o[k];
+            w *= omega;
+        }
+        out
+    }
+
+    /// Sizes where the stages go parallel by blocks and then within the last blocks
+    /// (naive evaluation is too slow there).
+    #[test]
+    fn fft_matches_the_recursive_definition_at_larger_sizes() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for log_n in [11u32, 13, 17] {
+            let d = Domain::for_len(1 << log_n).unwrap();
+            let coeffs: Vec<Fr> = (0..d.n).map(|_| Fr::random(&mut rng)).collect();
+            let mut v = coeffs.clone();
+            d.fft(&mut v);
+            assert!(v == reference_fft(&coeffs, d.omega), "2^{log_n}");
+            d.ifft(&mut v);
+            assert!(v == coeffs, "2^{log_n} round trip");
+        }
+    }
+
     #[test]
     fn quotient_divides_exactly() {
         // A·B − C vanishing on the domain: pick a, b at random, c = a·b pointwise.
