@@ -46,6 +46,11 @@ fn plain(dir: &Path, out: &Path, extra: &[&OsStr]) -> Command {
     c
 }
 
+/// `--stop-after synth`: up to the recording's save (and its wait), no proof.
+fn synth_only() -> [&'static OsStr; 2] {
+    [OsStr::new("--stop-after"), OsStr::new("synth")]
+}
+
 fn ok(o: &Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{err}");
@@ -165,7 +170,7 @@ fn two_runs_at_once_on_an_empty_cache_both_finish_and_leave_one_recording() {
         .map(|(i, o)| {
             let mut args = vec![OsStr::new("--quiet")];
             if i == 1 {
-                args.extend([OsStr::new("--stop-after"), OsStr::new("synth")]);
+                args.extend(synth_only());
             }
             plain(&dir, o, &args).spawn().unwrap()
         })
@@ -192,8 +197,7 @@ fn two_runs_at_once_on_an_empty_cache_both_finish_and_leave_one_recording() {
 fn a_recording_cut_short_is_never_used_and_is_replaced() {
     let dir = param_dir("plain-cut");
     let out = dir.parent().unwrap().join("proof.bin");
-    let synth_only = [OsStr::new("--stop-after"), OsStr::new("synth")];
-    ok(&plain(&dir, &out, &synth_only).output().unwrap());
+    ok(&plain(&dir, &out, &synth_only()).output().unwrap());
     let good = std::fs::read(recording(&dir)).unwrap();
     // Cut short mid-write (what a reader never sees from a save, but a disk may give).
     std::fs::write(recording(&dir), &good[..good.len() / 2]).unwrap();
@@ -237,7 +241,7 @@ fn a_recording_cut_short_is_never_used_and_is_replaced() {
     let mut older = good.clone();
     older[..8].copy_from_slice(b"CUZKPCE2");
     std::fs::write(recording(&dir), &older).unwrap();
-    let err = ok(&plain(&dir, &out, &synth_only).output().unwrap());
+    let err = ok(&plain(&dir, &out, &synth_only()).output().unwrap());
     assert!(
         err.contains(
             "(file format 2, its arrays not aligned for use in place): not used; the \
@@ -246,7 +250,7 @@ fn a_recording_cut_short_is_never_used_and_is_replaced() {
         "{err}"
     );
     assert!(std::fs::read(recording(&dir)).unwrap() == good);
-    let err = ok(&plain(&dir, &out, &synth_only).output().unwrap());
+    let err = ok(&plain(&dir, &out, &synth_only()).output().unwrap());
     assert!(!err.contains("recorded anew"), "{err}");
 }
 
@@ -259,13 +263,7 @@ fn a_damaged_recording_is_recorded_anew_even_without_verification() {
     let dir = param_dir("plain-damaged");
     let base = dir.parent().unwrap().to_path_buf();
     let (out, json) = (base.join("proof.bin"), base.join("run.json"));
-    ok(&plain(
-        &dir,
-        &out,
-        &[OsStr::new("--stop-after"), OsStr::new("synth")],
-    )
-    .output()
-    .unwrap());
+    ok(&plain(&dir, &out, &synth_only()).output().unwrap());
     let good = std::fs::read(recording(&dir)).unwrap();
     let (id, sections) = Pce::frame(&recording(&dir)).unwrap();
     assert_eq!(
@@ -298,7 +296,7 @@ fn a_damaged_recording_is_recorded_anew_even_without_verification() {
             json.as_os_str(),
         ];
         if overlap == "off" {
-            args.extend([OsStr::new("--stop-after"), OsStr::new("synth")]);
+            args.extend(synth_only());
         }
         let o = plain(&dir, &out, &args).output().unwrap();
         let err = ok(&o);
@@ -376,13 +374,7 @@ fn the_pce_subcommand_records_ahead_what_a_run_would() {
     // The same bytes a proving run records (from the real sector's C1), and a run loads it.
     let dir = param_dir("plain-ahead-run");
     let out = dir.parent().unwrap().join("proof.bin");
-    ok(&plain(
-        &dir,
-        &out,
-        &[OsStr::new("--stop-after"), OsStr::new("synth")],
-    )
-    .output()
-    .unwrap());
+    ok(&plain(&dir, &out, &synth_only()).output().unwrap());
     assert!(std::fs::read(recording(&dir)).unwrap() == std::fs::read(recording(&ahead)).unwrap());
     let json = ahead.parent().unwrap().join("run.json");
     ok(&plain(
