@@ -145,7 +145,13 @@ fn build_cuda(nvcc: &Path) -> String {
             .debug(false)
             .flag("-std=c++17")
             .flag("-O3")
-            .flag("-Xcompiler=-fPIC");
+            .flag("-Xcompiler=-fPIC")
+            // Each host thread's stream 0 is its own (CUDA_API_PER_THREAD_DEFAULT_STREAM):
+            // the SRS upload thread's allocations, copies and decode kernels run beside
+            // the prover's kernels instead of queueing behind them on the one legacy
+            // stream, and each side's sync waits for its own work only (docs/PERF.md,
+            // "per-thread default streams").
+            .flag("--default-stream=per-thread");
         // CUZK_CUDA_ARCHS (e.g. "90") narrows the SASS targets for faster development and
         // CI builds; the default covers Ampere to Blackwell. PTX for compute_90 is always
         // added.

@@ -180,13 +180,17 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
 
     // No recording yet: the first partition's circuit is recorded in blocks (its two
     // witness tasks' circuits) ahead of the witness tasks, the partitions wait for it,
-    // and the caller is handed it once; it is the serial recording.
+    // and the caller is handed it once to keep and once as ready for the backends; it is
+    // the serial recording.
     let kept = Mutex::new(Vec::new());
     let keep = |p: std::sync::Arc<pce::Pce>| kept.lock().unwrap().push(p);
+    let handed = Mutex::new(Vec::new());
+    let ready = |p: std::sync::Arc<pce::Pce>| handed.lock().unwrap().push(p);
     let how = Synthesis::Pce {
         pce: PceSource::Record,
         defer: false,
         keep: Some(&keep),
+        ready: Some(&ready),
     };
     let (parts, _, done) = schedule(&c, &todo, how, 3);
     same(&parts, "PCE recording");
@@ -199,6 +203,15 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
     assert!(done.loaded.is_none() && done.recorded.is_some());
     let kept = kept.into_inner().unwrap();
     assert!(kept.len() == 1 && std::sync::Arc::ptr_eq(&kept[0], &recorded));
+    let ready_once = |what: &str, pce: &std::sync::Arc<pce::Pce>| {
+        let mut h = handed.lock().unwrap();
+        assert!(
+            h.len() == 1 && std::sync::Arc::ptr_eq(&h[0], pce),
+            "{what}: the recording is handed over as ready once"
+        );
+        h.clear();
+    };
+    ready_once("recorded", &recorded);
 
     // From its file, loaded by one task while the others generate witness parts.
     let dir = scratch("overlap-pce");
@@ -212,11 +225,14 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
         pce: PceSource::Load(file.clone(), id.clone()),
         defer: false,
         keep: None,
+        ready: Some(&ready),
     };
     let (parts, _, done) = schedule(&c, &todo, how, 3);
     same(&parts, "PCE loaded");
     assert!(done.loaded.is_some() && done.recorded.is_none());
-    assert_eq!(done.pce.unwrap().nnz(), recorded.nnz());
+    let loaded = done.pce.unwrap();
+    assert_eq!(loaded.nnz(), recorded.nnz());
+    ready_once("loaded", &loaded);
     // A file that is no recording, or one for other parameters, is never used: the
     // circuit is recorded instead.
     let junk = dir.join("junk.pce");
@@ -230,6 +246,7 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
             pce: source,
             defer: false,
             keep: None,
+            ready: None,
         };
         let (parts, _, done) = schedule(&c, &todo, how, 3);
         same(&parts, "PCE file damaged or foreign, recorded anew");
@@ -243,14 +260,17 @@ fn every_mode_hands_over_what_a_synthesis_alone_gives() {
         pce: PceSource::Ready(recorded.clone()),
         defer: false,
         keep: None,
+        ready: Some(&ready),
     };
     let (parts, order, _) = schedule(&c, &todo, how, 2);
     same(&parts, "PCE cached");
     assert_eq!(order.len(), 3);
+    ready_once("given", &recorded);
     let how = Synthesis::Pce {
         pce: PceSource::Ready(recorded),
         defer: true,
         keep: None,
+        ready: None,
     };
     let (parts, _, _) = schedule(&c, &[2, 0], how, 1);
     for (p, k) in parts.into_iter().zip([2, 0]) {
@@ -277,6 +297,7 @@ fn errors_stop_the_run_on_either_side() {
         pce: PceSource::Ready(std::sync::Arc::new(pce)),
         defer: true,
         keep: None,
+        ready: None,
     };
     let mut proved = Vec::new();
     let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |pos, _, _| {
@@ -305,6 +326,7 @@ fn errors_stop_the_run_on_either_side() {
         pce: PceSource::Record,
         defer: true,
         keep: None,
+        ready: None,
     };
     let err = overlap_synth::run(&c, &[0, 1, 2], how, 1, &pool(), |_, _, _| Ok(()));
     let msg = format!("{:#}", err.err().expect("the planted panic"));
@@ -349,6 +371,7 @@ fn only_the_first_partition_is_synthesized_until_the_prover_has_it() {
         pce: PceSource::Ready(std::sync::Arc::new(pce)),
         defer: true,
         keep: None,
+        ready: None,
     };
     let mut before_first: Option<Vec<usize>> = None;
     overlap_synth::run(&c, &[2, 0, 1], how, 3, &pool(), |_, _, _| {

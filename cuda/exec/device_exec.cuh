@@ -1,5 +1,5 @@
 // The device executor: the executor interface (exec.cuh) as CUDA kernels on the
-// default stream, CUB for sort, scan and max, and the transfers of util/transfer.cuh.
+// calling thread's default stream (per-thread, see build.rs), CUB for sort, scan and max, and the transfers of util/transfer.cuh.
 // The kernels here run a per-thread functor (for_each_kernel, for_each_heavy) or a
 // block-cooperative one (for_each_block) over an index range.
 #pragma once
@@ -210,9 +210,11 @@ struct DeviceExec {
         return launched(what, blocks * threads, threads);
     }
 
-    // Waits for the queued work and reports an asynchronous kernel failure.
+    // Waits for the work this thread queued and reports an asynchronous kernel failure.
+    // Stream 0 is the calling thread's own (build.rs: per-thread default streams), so
+    // another thread's work (the SRS upload beside the prover) is not waited for.
     int sync(const char* after) {
-        cudaError_t e = cudaDeviceSynchronize();
+        cudaError_t e = cudaStreamSynchronize(0);
         if (e != cudaSuccess) {
             snprintf(err, errlen, "%s failed: %s", after, cudaGetErrorString(e));
             return (int)e;

@@ -11,7 +11,7 @@
 namespace cuzk {
 
 // Device memory comes from the device's stream-ordered pool (cudaMallocAsync on the
-// legacy default stream), which keeps freed memory for the next allocation: an MSM makes
+// calling thread's default stream), which keeps freed memory for the next allocation: an MSM makes
 // some thirty allocations of up to gigabytes, and cudaMalloc/cudaFree map and unmap them
 // each time, cudaFree also waiting for the whole device (which would serialise the
 // overlapped point upload, util/transfer.cuh). The pool is told to keep everything

@@ -14,12 +14,12 @@
 //! several queues would keep it from a free one.
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::prove::Backend;
+use crate::prove::{Backend, NextPart};
 use crate::report::Timings;
 use crate::synth::ProvingAssignment;
 
@@ -67,11 +67,35 @@ impl From<anyhow::Error> for Failed {
     }
 }
 
-/// How a queue proves one partition: `(queue, position, assignment, next)`, `next` being
-/// the partition it takes after this one when that one is ready already.
-pub(crate) type Prove<'p> = dyn Fn(&mut Queue, usize, ProvingAssignment, Option<&ProvingAssignment>) -> Result<(), Failed>
-    + Sync
-    + 'p;
+/// How a queue proves one partition: `(queue, position, assignment, next)`, `next` giving
+/// the partition it takes after this one once that one is ready ([`Lookahead`]).
+pub(crate) type Prove<'p> =
+    dyn Fn(&mut Queue, usize, ProvingAssignment, &dyn NextPart) -> Result<(), Failed> + Sync + 'p;
+
+/// With one queue, the partition it proves after the current one: ready when the current
+/// one was taken, or taken from the line when the prover asks and it is ready by then (at
+/// 32GiB the second partition completes while the first is proved, and its upload ahead
+/// then still hides behind the first one's MSMs).
+struct Lookahead<'l> {
+    slot: OnceLock<Ready>,
+    line: Option<&'l Mutex<Line>>,
+}
+
+impl NextPart for Lookahead<'_> {
+    fn peek(&self) -> Option<&ProvingAssignment> {
+        if self.slot.get().is_none() {
+            if let Some(line) = self.line {
+                let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
+                if l.live == 1 && l.error.is_none() {
+                    if let Some(r) = l.ready.pop_front() {
+                        let _ = self.slot.set(r);
+                    }
+                }
+            }
+        }
+        self.slot.get().map(|(_, pa)| pa)
+    }
+}
 
 /// What the scheduler tells its caller as it goes.
 pub(crate) struct Events<'e> {
@@ -212,19 +236,22 @@ fn work(
         };
         q.waited += t.elapsed();
         let k = todo[pos];
-        let next = ahead.as_ref().map(|(_, pa)| pa);
         // The timeline (RUST_LOG=cuzk_prove=info, millisecond timestamps).
         log::info!(
             "proving partition {k} on queue {i} (next ready: {})",
-            next.is_some()
+            ahead.is_some()
         );
+        let next = Lookahead {
+            slot: ahead.take().map(OnceLock::from).unwrap_or_default(),
+            line: Some(line),
+        };
         if first {
             (events.started)(); // as close to the prover's start as can be
         }
         let t = Instant::now();
         // A panic in the prover (its code, not the device's) ends the run like an error
         // instead of leaving the other queues and synthesis waiting for this partition.
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prove(q, pos, pa, next)))
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prove(q, pos, pa, &next)))
             .unwrap_or_else(|p| {
                 Err(Failed::from(anyhow!(
                     "the prover panicked: {}",
@@ -232,6 +259,7 @@ fn work(
                 )))
             });
         q.busy += t.elapsed();
+        ahead = next.slot.into_inner();
         let mut l = lock();
         match r {
             Ok(()) => {
@@ -323,7 +351,7 @@ mod tests {
                 Ok((next - 1, part(next - 1)))
             })
         };
-        let prove = |q: &mut Queue, pos: usize, pa: ProvingAssignment, _: Option<&_>| {
+        let prove = |q: &mut Queue, pos: usize, pa: ProvingAssignment, _: &dyn NextPart| {
             assert_eq!(id(&pa), pos, "each position with its own assignment");
             let i = (0..queues)
                 .find(|i| q.t.get(&format!("queue {i}")).is_some())
@@ -388,6 +416,50 @@ mod tests {
     }
 
     #[test]
+    fn one_queue_finds_a_next_partition_completed_while_it_proves() {
+        // Partition 1 comes from synthesis only once partition 0 is being proved: the
+        // prover's second look finds it, and the queue then proves it next.
+        let cpu = Cpu;
+        let mut qs = [Queue::new(&cpu)];
+        let proving = std::sync::Barrier::new(2);
+        let mut given = 0;
+        let source = || {
+            given += 1;
+            if given == 2 {
+                proving.wait(); // partition 0 is in the prover, which looked once
+            }
+            (given <= 3).then(|| Ok((given - 1, part(given - 1))))
+        };
+        let seen = Mutex::new(Vec::new());
+        let prove = |_: &mut Queue, pos: usize, _, next: &dyn NextPart| {
+            let first = next.peek().map(id);
+            if pos == 0 {
+                proving.wait();
+                let t0 = Instant::now();
+                while next.peek().is_none() && t0.elapsed() < Duration::from_secs(10) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            seen.lock().unwrap().push((pos, first, next.peek().map(id)));
+            Ok(())
+        };
+        let events = Events {
+            started: &|| {},
+            proved: &|| {},
+            stop: &|| {},
+        };
+        serve(&[0, 1, 2], 3, &mut qs, source, &prove, &events).unwrap();
+        assert_eq!(qs[0].proved, [0, 1, 2]);
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(
+            seen[0],
+            (0, None, Some(1)),
+            "found while partition 0 was proved"
+        );
+        assert_eq!(seen[2], (2, None, None), "nothing after the last");
+    }
+
+    #[test]
     fn a_failing_queue_s_partition_is_retried_on_another() {
         // Queue 1 fails on the first partition it takes: the others prove everything.
         for queues in [2, 3] {
@@ -438,7 +510,7 @@ mod tests {
                     Ok((next - 1, part(next - 1)))
                 })
             };
-            let prove = |_: &mut Queue, pos: usize, _, _: Option<&_>| {
+            let prove = |_: &mut Queue, pos: usize, _, _: &dyn NextPart| {
                 assert!(pos != 1, "planted panic");
                 Ok(())
             };
@@ -469,7 +541,7 @@ mod tests {
             proved: &|| (),
             stop: &|| (),
         };
-        let prove = |q: &mut Queue, _, _, _: Option<&_>| {
+        let prove = |q: &mut Queue, _, _, _: &dyn NextPart| {
             assert!(
                 q.t.get("broken").is_none(),
                 "a failed queue was given a partition"
@@ -505,7 +577,7 @@ mod tests {
                 _ => None,
             }
         };
-        let prove = |_: &mut Queue, _, _, _: Option<&_>| Ok(());
+        let prove = |_: &mut Queue, _, _, _: &dyn NextPart| Ok(());
         let stopped = AtomicUsize::new(0);
         let events = Events {
             started: &|| (),

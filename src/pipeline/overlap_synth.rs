@@ -37,11 +37,14 @@ pub enum Synthesis<'a> {
     Full(Option<SizeHint>),
     /// Witnesses through a pre-compiled constraint system; `defer` leaves A·w, B·w, C·w
     /// to the backend; `keep` is handed a recording made here as soon as it is joined
-    /// (the caller saves it while the partitions are proved).
+    /// (the caller saves it while the partitions are proved); `ready` is handed the
+    /// recording, loaded or made, as soon as partitions can use it (the caller's backends
+    /// move it to their devices before the first partition is complete).
     Pce {
         pce: PceSource<'a>,
         defer: bool,
         keep: Option<Keep<'a>>,
+        ready: Option<Keep<'a>>,
     },
 }
 
@@ -168,6 +171,7 @@ struct Shared<'a> {
     blocks: Mutex<(Vec<Option<Block>>, usize)>,
     recorded: Mutex<Option<Duration>>,
     keep: Option<Keep<'a>>,
+    ready: Option<Keep<'a>>,
     t0: Instant,
     tx: Mutex<Option<mpsc::Sender<Done>>>,
 }
@@ -228,6 +232,9 @@ impl Shared<'_> {
     /// Makes the recording available: partitions joined from now on use it, and those
     /// that were waiting for it are joined, each as a task of its own.
     fn publish<'s>(&'s self, pce: Arc<Pce>, scope: &rayon::ScopeFifo<'s>) {
+        if let Some(ready) = self.ready {
+            ready(pce.clone());
+        }
         let waiting: Vec<usize> = {
             let mut kept = self.pce.lock().unwrap_or_else(|e| e.into_inner());
             *kept = Some(pce.clone());
@@ -381,7 +388,7 @@ pub fn run<'a>(
         &mut queues,
         &|_, pos, pa, next| {
             let mut prove = prove.lock().unwrap_or_else(|e| e.into_inner());
-            (*prove)(pos, pa, next).map_err(Failed::from)
+            (*prove)(pos, pa, next.peek()).map_err(Failed::from)
         },
     )?;
     done.waited = queues[0].waited;
@@ -416,12 +423,17 @@ pub(crate) fn run_on<'a>(
     let mut tasks: VecDeque<(usize, Task)> = VecDeque::new();
     let mut slots = Vec::with_capacity(todo.len());
     let mut blocks = (Vec::new(), 0);
-    let (hint, pce, defer, load, keep) = match synthesis {
+    let (hint, pce, defer, load, keep, ready) = match synthesis {
         Synthesis::Full(hint) => {
             tasks.extend((0..todo.len()).map(|pos| (pos, Task::Full)));
-            (hint, None, false, None, None)
+            (hint, None, false, None, None, None)
         }
-        Synthesis::Pce { pce, defer, keep } => {
+        Synthesis::Pce {
+            pce,
+            defer,
+            keep,
+            ready,
+        } => {
             let (pce, load) = match pce {
                 PceSource::Ready(p) => (Some(p), None),
                 PceSource::Load(path, id) => {
@@ -443,7 +455,11 @@ pub(crate) fn run_on<'a>(
                 let n = circuits.witness_tasks(k);
                 tasks.extend((0..n).map(|j| (pos, Task::Part(j))));
             }
-            (None, pce, defer, load, keep)
+            // A recording given ready is handed over at once.
+            if let (Some(p), Some(ready)) = (&pce, ready) {
+                ready(p.clone());
+            }
+            (None, pce, defer, load, keep, ready)
         }
     };
     for &k in todo {
@@ -471,6 +487,7 @@ pub(crate) fn run_on<'a>(
         blocks: Mutex::new(blocks),
         recorded: Mutex::new(None),
         keep,
+        ready,
         t0,
         tx: Mutex::new(Some(tx)),
     };

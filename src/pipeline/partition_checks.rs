@@ -454,6 +454,7 @@ mod tests {
                         pce: PceSource::Ready(pce),
                         defer: true,
                         keep: None,
+                        ready: None,
                     },
                     2,
                     &pool,

@@ -145,7 +145,7 @@ impl Backend for Cheap {
         &self,
         _: &Srs,
         parts: &mut [ProvingAssignment],
-        _: Option<&ProvingAssignment>,
+        _: &dyn crate::prove::NextPart,
         _: &mut Timings,
     ) -> Result<Vec<Products>> {
         if let Some((n, calls)) = &self.fail_at {

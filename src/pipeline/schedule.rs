@@ -236,7 +236,7 @@ impl<'a> Prover<'a> {
         q: &mut Queue,
         pos: usize,
         mut parts: Vec<ProvingAssignment>,
-        next: Option<&ProvingAssignment>,
+        next: &dyn crate::prove::NextPart,
     ) -> Result<(), Failed> {
         let run = self.run;
         self.check(pos, &parts)?;
@@ -293,12 +293,16 @@ fn overlapped(
         .presize
         .then(|| presize::hint_from_srs(run.srs))
         .transpose()?;
+    // A recording whose evaluations the backends make goes to their devices as soon as
+    // synthesis has it (`--upload-ahead`).
+    let to_devices = |p: Arc<Pce>| run.queues.iter().for_each(|q| q.prepare_pce(&p));
     let how = match (cfg.pce, run.found) {
         (false, _) => Synthesis::Full(hint),
         (true, found) => Synthesis::Pce {
             pce: found.map_or(PceSource::Record, PceSource::Loading),
             defer: run.defer,
             keep: Some(run.keep),
+            ready: run.defer.then_some(&to_devices as overlap_synth::Keep),
         },
     };
     // The rows first, though measured last: synthesis comes before proving.
@@ -402,7 +406,7 @@ fn batched(
         let first = b * run.window;
         if let [q] = queues {
             let t0 = std::time::Instant::now();
-            prover.prove(q, first, parts, None).map_err(|f| f.error)?;
+            prover.prove(q, first, parts, &None).map_err(|f| f.error)?;
             q.busy += t0.elapsed();
             q.proved.extend(first..first + ks.len());
             continue;

@@ -48,6 +48,21 @@ pub(crate) struct Products {
     pub b_g2: G2Projective,
 }
 
+/// The partition a queue proves after the current one, when it is synthesized: asked for
+/// when a backend can use it (`--upload-ahead` moves its inputs to the device beside the
+/// current partition's MSMs), so that one completed while the current partition is
+/// being proved is found too.
+pub(crate) trait NextPart: Sync {
+    fn peek(&self) -> Option<&ProvingAssignment>;
+}
+
+/// A next partition known when proving starts (or none).
+impl NextPart for Option<&ProvingAssignment> {
+    fn peek(&self) -> Option<&ProvingAssignment> {
+        *self
+    }
+}
+
 /// A prover backend: one device queue (devices.rs), whose `products` may run beside
 /// other queues' on threads of their own.
 pub(crate) trait Backend: Send + Sync {
@@ -70,15 +85,18 @@ pub(crate) trait Backend: Send + Sync {
     fn evaluates_pce(&self) -> bool {
         false
     }
+    /// The recording that assignments deferring their evaluations (`evaluates_pce`) will
+    /// name, as soon as synthesis has it: a backend may start moving it to its device
+    /// (the CUDA backend's `--upload-ahead`).
+    fn prepare_pce(&self, _pce: &std::sync::Arc<crate::synth::pce::Pce>) {}
     /// Computes the products of every assignment (consuming their a, b, c evaluations,
     /// made first where deferred). `next`: the partition the caller will hand over next,
-    /// when it is already synthesized: a backend may start moving its inputs to the
-    /// device while it works on `parts` (the CUDA backend's `--upload-ahead`).
+    /// once it is synthesized ([`NextPart`]).
     fn products(
         &self,
         srs: &Srs,
         parts: &mut [ProvingAssignment],
-        next: Option<&ProvingAssignment>,
+        next: &dyn NextPart,
         timings: &mut Timings,
     ) -> Result<Vec<Products>>;
 }

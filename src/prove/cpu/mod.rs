@@ -27,7 +27,7 @@ impl Backend for Cpu {
         &self,
         srs: &Srs,
         parts: &mut [ProvingAssignment],
-        _next: Option<&ProvingAssignment>,
+        _next: &dyn crate::prove::NextPart,
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
         // Assignments left unevaluated for a GPU that turned out absent (--device auto).

@@ -42,7 +42,7 @@ use crate::report::{GpuInfo, Timings};
 use crate::synth::{Abc, ProvingAssignment};
 use probe::Probe;
 use resident::{decode, Decoded, Early, Prefetch, Resident};
-use upload_ahead::Staged;
+use upload_ahead::{PceAhead, Staged};
 
 /// Where B in G2 is computed (`--b-g2`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -102,6 +102,8 @@ pub struct Cuda {
     staged: Mutex<Option<Staged>>,
     /// The recording on the device, kept for every batch of the run.
     pce_dev: Mutex<Option<Arc<DevicePce>>>,
+    /// The recording's upload, started when synthesis had it (upload_ahead.rs).
+    pce_ahead: Mutex<Option<PceAhead>>,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
     /// Section h ahead of the others (`CUZK_EARLY_H`), and the bytes still to be loaded.
@@ -154,6 +156,7 @@ impl Cuda {
             staged: Default::default(),
             device: OnceLock::new(),
             pce_dev: Default::default(),
+            pce_ahead: Default::default(),
             resident: Default::default(),
             early: Default::default(),
             cancel: Default::default(),
@@ -210,6 +213,10 @@ type CpuBG2 = Result<(Vec<G2Projective>, Duration, Duration)>;
 impl Drop for Cuda {
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
+        let ahead = self.pce_ahead.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = ahead.take() {
+            let _ = a.join();
+        }
         let state = self.resident.get_mut().unwrap_or_else(|e| e.into_inner());
         if let Prefetch::Loading(handle) = std::mem::take(state) {
             let _ = handle.join();
@@ -251,6 +258,13 @@ impl Backend for Cuda {
         self.pce_eval
     }
 
+    fn prepare_pce(&self, pce: &Arc<crate::synth::pce::Pce>) {
+        if let Err(e) = self.start_pce_upload(pce) {
+            // The first partition uploads it instead.
+            log::warn!("the recording's upload ahead did not start: {e:#}");
+        }
+    }
+
     fn queue_name(&self) -> String {
         match self.probe.gpu() {
             Ok(true) => format!("GPU {}", self.gpu),
@@ -266,7 +280,7 @@ impl Backend for Cuda {
         &self,
         srs: &Srs,
         parts: &mut [ProvingAssignment],
-        next: Option<&ProvingAssignment>,
+        next: &dyn crate::prove::NextPart,
         t: &mut Timings,
     ) -> Result<Vec<Products>> {
         if !self.probe.claim(true)? {

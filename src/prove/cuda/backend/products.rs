@@ -59,29 +59,23 @@ impl Cuda {
         })
     }
 
-    /// The recording `pce` on the device: uploaded on first use, then kept for the run.
-    /// None when it does not fit beside what the NTT and the MSMs need (8.8 GB at 32GiB):
-    /// the host evaluates instead ([`host_evaluations`]).
+    /// The recording `pce` on the device: uploaded ahead when synthesis had it
+    /// (`--upload-ahead`, upload_ahead.rs) or on first use, then kept for the run. None
+    /// when it does not fit beside what the NTT and the MSMs need (8.8 GB at 32GiB): the
+    /// host evaluates instead ([`host_evaluations`]).
     fn device_pce(&self, pce: &Arc<Pce>, t: &mut Timings) -> Result<Option<Arc<DevicePce>>> {
         let mut kept = self.pce_dev.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(d) = kept.as_ref().filter(|d| Arc::ptr_eq(&d.pce, pce)) {
             return Ok(Some(d.clone()));
         }
         *kept = None; // another recording's memory goes first
-        let m = pce.constraints().next_power_of_two();
-        let per = PCE_SCRATCH_PER_DOMAIN_ELEMENT + if self.upload_ahead { 32 } else { 0 };
-        let need = DevicePce::bytes_for(pce) + per * m;
-        // With SRS sections still being uploaded (section h ahead, `CUZK_EARLY_H`): what
-        // will be free once they are resident (resident.rs, `Early`).
-        let free = match self.early.pending.load(Ordering::SeqCst) {
-            0 => crate::prove::cuda::mem_info()?.0,
-            _ => self.early.free_after.load(Ordering::SeqCst),
-        };
-        if need > free {
-            log::info!(
-                "--pce-eval gpu: the recording needs {need} bytes with the NTT and MSM \
-                 scratch, the GPU has {free} free: A·w, B·w, C·w on the host"
-            );
+        if let Some(d) = self.pce_uploaded_ahead(pce, t)? {
+            let d = Arc::new(d);
+            *kept = Some(d.clone());
+            return Ok(Some(d));
+        }
+        let room = PceRoom::of(self);
+        if !room.fits(pce)? {
             return Ok(None);
         }
         let d = t.time("upload PCE matrices (GPU, once per run)", || {
@@ -90,6 +84,44 @@ impl Cuda {
         let d = Arc::new(d);
         *kept = Some(d.clone());
         Ok(Some(d))
+    }
+}
+
+/// Whether a recording fits on the device beside what a partition's NTT and MSMs need;
+/// owned, so that the upload ahead can check from its own thread.
+pub(super) struct PceRoom {
+    upload_ahead: bool,
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+    free_after: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PceRoom {
+    pub(super) fn of(cuda: &Cuda) -> Self {
+        Self {
+            upload_ahead: cuda.upload_ahead,
+            pending: cuda.early.pending.clone(),
+            free_after: cuda.early.free_after.clone(),
+        }
+    }
+
+    /// Checked against the memory free now, or, while SRS sections are still being
+    /// uploaded, what will be free once they are resident (resident.rs, `Early`); on the
+    /// current device.
+    pub(super) fn fits(&self, pce: &Pce) -> Result<bool> {
+        let m = pce.constraints().next_power_of_two();
+        let per = PCE_SCRATCH_PER_DOMAIN_ELEMENT + if self.upload_ahead { 32 } else { 0 };
+        let need = DevicePce::bytes_for(pce) + per * m;
+        let free = match self.pending.load(Ordering::SeqCst) {
+            0 => crate::prove::cuda::mem_info()?.0,
+            _ => self.free_after.load(Ordering::SeqCst),
+        };
+        if need > free {
+            log::info!(
+                "--pce-eval gpu: the recording needs {need} bytes with the NTT and MSM \
+                 scratch, the GPU has {free} free: A·w, B·w, C·w on the host"
+            );
+        }
+        Ok(need <= free)
     }
 }
 
@@ -192,7 +224,7 @@ impl Cuda {
     /// With the SRS resident, partition by partition: H, then the aux assignment goes to
     /// the device once and serves L, A and B. Else (sections loaded per MSM) product by
     /// product over the partitions, each MSM uploading the aux assignment it narrows.
-    /// `next`: the partition the caller proves after these, already synthesized; with the
+    /// `next`: the partition the caller proves after these, once synthesized; with the
     /// SRS resident and `--pce-eval gpu`, each partition's aux assignment goes to the
     /// device beside the MSMs of the one before it (`--upload-ahead`, upload_ahead.rs).
     #[allow(clippy::too_many_arguments)]
@@ -201,7 +233,7 @@ impl Cuda {
         srs: &Srs,
         abc: Vec<Abc>,
         parts: &[ProvingAssignment],
-        next: Option<&ProvingAssignment>,
+        next: &dyn crate::prove::NextPart,
         t: &mut Timings,
         g1: &Decoded<G1Affine>,
         g2: &Decoded<G2Affine>,
@@ -259,15 +291,27 @@ impl Cuda {
                     HInput::Host(abc) => abc,
                     HInput::Device(pce) => {
                         // The next partition's aux assignment moves while this one's MSMs
-                        // run.
+                        // run: beside all of them when that partition is complete now,
+                        // else beside the witness MSMs if it is by then.
                         let aux = self.aux_on_device(p, &mut ph)?;
                         let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
-                        let after = parts.get(i + 1).or(next);
-                        self.beside_next_upload(after, &mut ph, |ph| {
-                            o.h = ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))?;
-                            drop(hd);
-                            witness(o, p, &aux, &*rest(t)?, ph)
-                        })?;
+                        let after = || parts.get(i + 1).or_else(|| next.peek());
+                        // H is freed once its MSM is done (4.3 GB at 32GiB).
+                        let h_msm = |ph: &mut Phases, hd: DeviceScalars| {
+                            ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))
+                        };
+                        match after() {
+                            Some(n) => self.beside_next_upload(Some(n), &mut ph, |ph| {
+                                o.h = h_msm(ph, hd)?;
+                                witness(o, p, &aux, &*rest(t)?, ph)
+                            })?,
+                            None => {
+                                o.h = h_msm(&mut ph, hd)?;
+                                self.beside_next_upload(after(), &mut ph, |ph| {
+                                    witness(o, p, &aux, &*rest(t)?, ph)
+                                })?;
+                            }
+                        }
                         continue;
                     }
                 };

@@ -4,7 +4,7 @@
 //! cores with `--srs-decode cpu`).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -72,6 +72,31 @@ pub struct Early {
     pub(super) pending: Arc<AtomicUsize>,
     /// Device memory free once every section is resident (set with `pending`).
     pub(super) free_after: Arc<AtomicUsize>,
+    /// Set once the prefetch has counted what it will hold (`pending`, `free_after`) or
+    /// has stopped: the recording's upload ahead (upload_ahead.rs) waits for it before
+    /// it checks the room.
+    pub(super) decided: Arc<Decided>,
+}
+
+/// A one-way flag a thread can wait for.
+#[derive(Default)]
+pub(super) struct Decided {
+    set: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Decided {
+    pub(super) fn set(&self) {
+        *self.set.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    pub(super) fn wait(&self) {
+        let mut set = self.set.lock().unwrap_or_else(|e| e.into_inner());
+        while !*set {
+            set = self.cv.wait(set).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 impl Early {
@@ -92,15 +117,24 @@ impl Early {
             h,
             pending: self.pending.clone(),
             free_after: self.free_after.clone(),
+            decided: self.decided.clone(),
         }
     }
 }
 
-/// What the prefetch thread tells the prover early ([`Early`]).
+/// What the prefetch thread tells the prover early ([`Early`]); `decided` is set when it
+/// is dropped at the latest (the prefetch stopped before counting).
 pub(super) struct EarlySender {
     h: Option<mpsc::SyncSender<Arc<DevicePoints<G1Affine>>>>,
     pending: Arc<AtomicUsize>,
     free_after: Arc<AtomicUsize>,
+    decided: Arc<Decided>,
+}
+
+impl Drop for EarlySender {
+    fn drop(&mut self) {
+        self.decided.set();
+    }
 }
 
 impl Resident {
@@ -167,7 +201,7 @@ impl Resident {
         pin: bool,
         g2: bool,
         cancel: &AtomicBool,
-        early: EarlySender,
+        mut early: EarlySender,
     ) -> Result<Prefetched> {
         let t0 = Instant::now();
         if !probe.claim(false)? {
@@ -203,7 +237,8 @@ impl Resident {
         log::info!("SRS upload starts");
         early.free_after.store(free - bytes, Ordering::SeqCst);
         early.pending.store(bytes, Ordering::SeqCst);
-        let loaded = Self::load(srs, pin, g2, cancel, early.h, &early.pending);
+        early.decided.set();
+        let loaded = Self::load(srs, pin, g2, cancel, early.h.take(), &early.pending);
         if loaded.is_err() {
             early.pending.store(0, Ordering::SeqCst);
         }

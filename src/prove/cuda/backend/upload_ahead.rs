@@ -1,5 +1,14 @@
-//! `--upload-ahead`: the next partition's aux assignment goes to the device while this
-//! partition's MSMs run. With `--pce-eval gpu` a partition's A·w, B·w, C·w evaluation
+//! `--upload-ahead`: inputs go to the device before the partition that needs them is
+//! proved.
+//!
+//! The recording (`--pce-eval gpu`; 8.8 GB at 32GiB) goes as soon as synthesis has it
+//! (loaded or made), on a thread of its own beside the SRS upload and the first
+//! partition's witness: otherwise the first partition's proving starts with its upload
+//! (0.5–1.1 s on the H200 host). `CUZK_PCE_AHEAD=0` leaves it to the first partition
+//! (for measuring).
+//!
+//! And the next partition's aux assignment goes to the device while this partition's
+//! MSMs run. With `--pce-eval gpu` a partition's A·w, B·w, C·w evaluation
 //! reads its whole aux assignment, so without this its upload (0.3 s per 32GiB partition
 //! on the H200 host) waits between one partition's last MSM and the next one's NTT with
 //! the GPU idle. The caller names the next partition when it is already synthesized
@@ -7,14 +16,42 @@
 //! a worker thread beside the MSMs, and the staged scalars wait here for the call that
 //! proves that partition, which finds them by its aux assignment's address and length.
 
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 
 use super::phases::{Phase, Phases};
+use super::products::PceRoom;
+use super::resident::Prefetch;
 use super::Cuda;
+use crate::prove::cuda::pce_eval::DevicePce;
 use crate::prove::cuda::DeviceScalars;
+use crate::report::Timings;
+use crate::synth::pce::Pce;
 use crate::synth::ProvingAssignment;
+
+/// The recording on its way to the device: None from the thread when it did not fit (or
+/// there is no GPU), else the copy and how long the upload took.
+pub(super) struct PceAhead {
+    pce: Arc<Pce>,
+    handle: JoinHandle<Result<Option<(DevicePce, Duration)>>>,
+}
+
+impl PceAhead {
+    /// Waits for the thread (a panic in it an error).
+    pub(super) fn join(self) -> Result<Option<(DevicePce, Duration)>> {
+        self.handle
+            .join()
+            .map_err(|_| anyhow!("the recording's upload thread panicked"))?
+    }
+}
+
+/// Whether the recording goes ahead (`CUZK_PCE_AHEAD`, default 1).
+fn pce_ahead_on() -> bool {
+    std::env::var("CUZK_PCE_AHEAD").map_or(true, |v| v != "0")
+}
 
 /// A partition's aux assignment, on the device ahead of its turn.
 pub(super) struct Staged {
@@ -29,6 +66,80 @@ fn key(p: &ProvingAssignment) -> (usize, usize) {
 }
 
 impl Cuda {
+    /// Starts the upload of `pce` to the device on a thread of its own, when this backend
+    /// evaluates recordings there and moves inputs ahead. The thread waits for the SRS
+    /// prefetch to count what it will hold, then checks the room as the prover would.
+    pub(super) fn start_pce_upload(&self, pce: &Arc<Pce>) -> Result<()> {
+        if !(self.pce_eval && self.upload_ahead && pce_ahead_on()) {
+            return Ok(());
+        }
+        let prefetching = matches!(
+            &*self.resident.lock().unwrap_or_else(|e| e.into_inner()),
+            Prefetch::Loading(_)
+        );
+        let (probe, pin, room) = (self.probe.clone(), self.pin, PceRoom::of(self));
+        let (decided, p) = (self.early.decided.clone(), pce.clone());
+        let handle = std::thread::Builder::new()
+            .name("pce-upload".into())
+            .spawn(move || -> Result<Option<(DevicePce, Duration)>> {
+                if !probe.claim(false)? {
+                    return Ok(None);
+                }
+                crate::prove::cuda::set_device(probe.gpu)?;
+                if prefetching {
+                    decided.wait();
+                }
+                if !room.fits(&p)? {
+                    return Ok(None);
+                }
+                let t0 = Instant::now();
+                let d = DevicePce::upload(&p, false, pin)?;
+                log::info!("recording on the GPU ({:.3} s)", t0.elapsed().as_secs_f64());
+                Ok(Some((d, t0.elapsed())))
+            })?;
+        let before = self
+            .pce_ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(PceAhead {
+                pce: pce.clone(),
+                handle,
+            });
+        if let Some(b) = before {
+            let _ = b.join(); // an earlier recording's copy, never used: freed
+        }
+        Ok(())
+    }
+
+    /// `pce` on the device if its upload went ahead: waited for (timed). None when none
+    /// went ahead, it did not fit, or it was another recording's (freed).
+    pub(super) fn pce_uploaded_ahead(
+        &self,
+        pce: &Arc<Pce>,
+        t: &mut Timings,
+    ) -> Result<Option<DevicePce>> {
+        let ahead = self
+            .pce_ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(ahead) = ahead else {
+            return Ok(None);
+        };
+        if !Arc::ptr_eq(&ahead.pce, pce) {
+            let _ = ahead.join();
+            return Ok(None);
+        }
+        let done = t.time(
+            "wait for the recording's upload (GPU, started when loaded)",
+            || ahead.join(),
+        )?;
+        Ok(done.map(|(d, took)| {
+            t.add("  upload PCE matrices (GPU, beside synthesis)", took);
+            d
+        }))
+    }
+
     /// `p`'s aux assignment on the device: staged by the previous partition's MSMs, else
     /// uploaded now (timed as the aux upload). A staged set of another partition (the
     /// caller proved something else after all) is freed.
