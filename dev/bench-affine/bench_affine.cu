@@ -359,6 +359,9 @@ int host_check() {
 }
 
 int main(int argc, char** argv) {
+    // Line by line: a run cut short by a timeout still shows how far it got (session 30's
+    // two runs on the H200 were cut at 100–120 s and left nothing).
+    setvbuf(stdout, nullptr, _IOLBF, 0);
     if (argc > 1 && std::string(argv[1]) == "check") return host_check();
     const int log_chains = argc > 1 ? atoi(argv[1]) : 23;
     const uint32_t L = argc > 2 ? (uint32_t)atoi(argv[2]) : 16;
