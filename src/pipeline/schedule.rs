@@ -294,15 +294,17 @@ fn overlapped(
         .then(|| presize::hint_from_srs(run.srs))
         .transpose()?;
     // A recording whose evaluations the backends make goes to their devices as soon as
-    // synthesis has it (`--upload-ahead`).
+    // synthesis has it (`--upload-ahead`), unless the run stops after synthesis.
     let to_devices = |p: Arc<Pce>| run.queues.iter().for_each(|q| q.prepare_pce(&p));
+    let to_devices = (run.defer && cfg.stop_after != Some(Phase::Synth))
+        .then_some(&to_devices as overlap_synth::Keep);
     let how = match (cfg.pce, run.found) {
         (false, _) => Synthesis::Full(hint),
         (true, found) => Synthesis::Pce {
             pce: found.map_or(PceSource::Record, PceSource::Loading),
             defer: run.defer,
             keep: Some(run.keep),
-            ready: run.defer.then_some(&to_devices as overlap_synth::Keep),
+            ready: to_devices,
         },
     };
     // The rows first, though measured last: synthesis comes before proving.
