@@ -235,9 +235,10 @@ pub struct ProveArgs {
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub overlap_aux: Switch,
 
-    /// With --pce-eval gpu, upload the next partition's aux assignment to the GPU while
-    /// this partition's MSMs run, when the next one is already synthesized (on), or at its
-    /// own turn, before its A·w, B·w, C·w evaluation (off).
+    /// With --pce-eval gpu, move inputs to the GPU before their partition's turn (on): the
+    /// recording as soon as it is loaded or made, and the next partition's aux assignment
+    /// while this partition's MSMs run, once the next one is synthesized; or each at its
+    /// first use, before a partition's A·w, B·w, C·w evaluation (off).
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub upload_ahead: Switch,
 
@@ -554,6 +555,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_CHECK_AHEAD", "Developers: 1 checks every partition of the C1 whole before any synthesis (default: every partition's shape and the first whole, each other whole before its witness is joined; for comparison)."),
     ("CUZK_EARLY_H", "Developers: 1 starts the first partition's H MSM as soon as SRS section h is on the GPU, before the other sections (default off until measured)."),
+    ("CUZK_PCE_AHEAD", "Developers: 0 leaves the recording's upload to the first partition under --upload-ahead on (for comparison)."),
     ("CUZK_PIN_CHUNK_MIB", "Developers: MiB of a mapped file page-locked at a time by --pin-mapped (2 to 65536, default 256; three chunks are locked at once)."),
     ("CUZK_STAGING_PAIRS", "Developers: pairs of 64 MiB page-locked staging buffers, one per host-to-device copy in flight (1 to 16, default 4; 1 makes concurrent copies take turns, for comparison)."),
     ("CUZK_H_TRANSFORMS", "Developers: 7 computes H with seven transforms instead of six (for comparison)."),

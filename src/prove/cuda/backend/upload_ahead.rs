@@ -11,8 +11,9 @@
 //! MSMs run. With `--pce-eval gpu` a partition's A·w, B·w, C·w evaluation
 //! reads its whole aux assignment, so without this its upload (0.3 s per 32GiB partition
 //! on the H200 host) waits between one partition's last MSM and the next one's NTT with
-//! the GPU idle. The caller names the next partition when it is already synthesized
-//! (`next` of [`crate::prove::Backend::products`]); the upload runs on its own stream and
+//! the GPU idle. The caller names the next partition once it is synthesized (`next` of
+//! [`crate::prove::Backend::products`], asked before the H MSM and again before the
+//! witness MSMs); the upload runs on its own stream and
 //! a worker thread beside the MSMs, and the staged scalars wait here for the call that
 //! proves that partition, which finds them by its aux assignment's address and length.
 
@@ -133,7 +134,13 @@ impl Cuda {
         let done = t.time(
             "wait for the recording's upload (GPU, started when loaded)",
             || ahead.join(),
-        )?;
+        );
+        // A failed upload ahead is tried again by the caller (its error, if any, is then
+        // the run's).
+        let done = done.unwrap_or_else(|e| {
+            log::warn!("the recording's upload ahead failed: {e:#}; uploading it now");
+            None
+        });
         Ok(done.map(|(d, took)| {
             t.add("  upload PCE matrices (GPU, beside synthesis)", took);
             d
