@@ -78,18 +78,16 @@ pub(crate) type Prove<'p> =
 /// then still hides behind the first one's MSMs).
 struct Lookahead<'l> {
     slot: OnceLock<Ready>,
-    line: Option<&'l Mutex<Line>>,
+    line: &'l Mutex<Line>,
 }
 
 impl NextPart for Lookahead<'_> {
     fn peek(&self) -> Option<&ProvingAssignment> {
         if self.slot.get().is_none() {
-            if let Some(line) = self.line {
-                let mut l = line.lock().unwrap_or_else(|e| e.into_inner());
-                if l.live == 1 && l.error.is_none() {
-                    if let Some(r) = l.ready.pop_front() {
-                        let _ = self.slot.set(r);
-                    }
+            let mut l = self.line.lock().unwrap_or_else(|e| e.into_inner());
+            if l.live == 1 && l.error.is_none() {
+                if let Some(r) = l.ready.pop_front() {
+                    let _ = self.slot.set(r);
                 }
             }
         }
@@ -243,7 +241,7 @@ fn work(
         );
         let next = Lookahead {
             slot: ahead.take().map(OnceLock::from).unwrap_or_default(),
-            line: Some(line),
+            line,
         };
         if first {
             (events.started)(); // as close to the prover's start as can be

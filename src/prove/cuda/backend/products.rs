@@ -69,18 +69,13 @@ impl Cuda {
             return Ok(Some(d.clone()));
         }
         *kept = None; // another recording's memory goes first
-        if let Some(d) = self.pce_uploaded_ahead(pce, t)? {
-            let d = Arc::new(d);
-            *kept = Some(d.clone());
-            return Ok(Some(d));
-        }
-        let room = PceRoom::of(self);
-        if !room.fits(pce)? {
-            return Ok(None);
-        }
-        let d = t.time("upload PCE matrices (GPU, once per run)", || {
-            DevicePce::upload(pce, false, self.pin)
-        })?;
+        let d = match self.pce_uploaded_ahead(pce, t) {
+            Some(d) => d,
+            None if !PceRoom::of(self).fits(pce)? => return Ok(None),
+            None => t.time("upload PCE matrices (GPU, once per run)", || {
+                DevicePce::upload(pce, false, self.pin)
+            })?,
+        };
         let d = Arc::new(d);
         *kept = Some(d.clone());
         Ok(Some(d))

@@ -114,22 +114,16 @@ impl Cuda {
 
     /// `pce` on the device if its upload went ahead: waited for (timed). None when none
     /// went ahead, it did not fit, or it was another recording's (freed).
-    pub(super) fn pce_uploaded_ahead(
-        &self,
-        pce: &Arc<Pce>,
-        t: &mut Timings,
-    ) -> Result<Option<DevicePce>> {
+    pub(super) fn pce_uploaded_ahead(&self, pce: &Arc<Pce>, t: &mut Timings) -> Option<DevicePce> {
         let ahead = self
             .pce_ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let Some(ahead) = ahead else {
-            return Ok(None);
-        };
+        let ahead = ahead?;
         if !Arc::ptr_eq(&ahead.pce, pce) {
             let _ = ahead.join();
-            return Ok(None);
+            return None;
         }
         let done = t.time(
             "wait for the recording's upload (GPU, started when loaded)",
@@ -141,10 +135,10 @@ impl Cuda {
             log::warn!("the recording's upload ahead failed: {e:#}; uploading it now");
             None
         });
-        Ok(done.map(|(d, took)| {
+        done.map(|(d, took)| {
             t.add("  upload PCE matrices (GPU, beside synthesis)", took);
             d
-        }))
+        })
     }
 
     /// `p`'s aux assignment on the device: staged by the previous partition's MSMs, else
