@@ -242,6 +242,12 @@ pub struct ProveArgs {
     #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
     pub upload_ahead: Switch,
 
+    /// Send each partition's aux assignment to the GPU packed (on): witness values are
+    /// nearly all 0 or 1, so two bitmaps and the other values cross the bus (≈ 90 MB at
+    /// 32GiB instead of 4.2 GB) and the GPU unpacks them; or whole (off).
+    #[arg(help_heading = "Performance tuning", long, value_enum, value_name = "on|off", default_value_t = Switch::On)]
+    pub pack_aux: Switch,
+
     /// Ask the kernel for transparent huge pages (2 MiB) on the run's large memory blocks,
     /// the witnesses among them (on), or leave them on 4 KiB pages (off). Fewer page
     /// faults: at 32GiB half the system time (docs/PERF.md). Needs the kernel's THP mode
@@ -381,6 +387,8 @@ pub struct Config {
     pub overlap_aux: bool,
     /// Upload the next partition's aux assignment beside this one's MSMs.
     pub upload_ahead: bool,
+    /// Send the aux assignment to the GPU as bitmaps and its other values.
+    pub pack_aux: bool,
     /// Large memory blocks on transparent huge pages.
     pub huge_pages: bool,
     /// Synthesize later partitions while earlier ones are proved.
@@ -432,6 +440,7 @@ impl Config {
             pin_mapped: false,
             overlap_aux: true,
             upload_ahead: true,
+            pack_aux: true,
             huge_pages: true,
             overlap_synth: true,
             synth_threads: rayon::current_num_threads(),
@@ -512,6 +521,7 @@ impl TryFrom<ProveArgs> for Config {
             pin_mapped: a.pin_mapped == Switch::On,
             overlap_aux: a.overlap_aux == Switch::On,
             upload_ahead: a.upload_ahead == Switch::On,
+            pack_aux: a.pack_aux == Switch::On,
             huge_pages: a.huge_pages == Switch::On,
             overlap_synth: a.overlap_synth == Switch::On,
             synth_threads: a
@@ -554,7 +564,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("CUZK_BACKGROUND_FREE", "Developers: 0 frees each proved partition's assignment on the prover's thread, not beside it (for comparison)."),
     ("CUZK_STARTUP_WINDOW", "Developers: partitions synthesized before the prover has its first (default 1 with --pce; 0: the whole --max-circuits window from the start)."),
     ("CUZK_CHECK_AHEAD", "Developers: 1 checks every partition of the C1 whole before any synthesis (default: every partition's shape and the first whole, each other whole before its witness is joined; for comparison)."),
-    ("CUZK_EARLY_H", "Developers: 1 starts the first partition's H MSM as soon as SRS section h is on the GPU, before the other sections (default off until measured)."),
+    ("CUZK_EARLY_SRS", "Developers: when the first partition waits for the SRS upload: 0 before its H (default until measured), whole before its H MSM, 1 each section before its MSM, as each arrives."),
     ("CUZK_PCE_AHEAD", "Developers: 0 leaves the recording's upload to the first partition under --upload-ahead on (for comparison)."),
     ("CUZK_PIN_CHUNK_MIB", "Developers: MiB of a mapped file page-locked at a time by --pin-mapped (2 to 65536, default 256; three chunks are locked at once)."),
     ("CUZK_STAGING_PAIRS", "Developers: pairs of 64 MiB page-locked staging buffers, one per host-to-device copy in flight (1 to 16, default 4; 1 makes concurrent copies take turns, for comparison)."),
@@ -638,6 +648,8 @@ mod tests {
         assert!(!config(&["--overlap-aux", "off"]).unwrap().overlap_aux);
         assert!(config(&[]).unwrap().upload_ahead);
         assert!(!config(&["--upload-ahead", "off"]).unwrap().upload_ahead);
+        assert!(config(&[]).unwrap().pack_aux);
+        assert!(!config(&["--pack-aux", "off"]).unwrap().pack_aux);
         assert!(config(&[]).unwrap().huge_pages);
         assert!(!config(&["--huge-pages", "off"]).unwrap().huge_pages);
         assert!(config(&[]).unwrap().overlap_synth);

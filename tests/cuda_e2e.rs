@@ -114,6 +114,34 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             on_host.proof, cpu.proof,
             "{size}: --pce-eval cpu proof differs"
         );
+        // The first partition waiting for the SRS only before its H MSM, or for each
+        // section before its MSM, as it arrives (CUZK_EARLY_SRS, read when the backend is
+        // made; this is the binary's only test, so nothing else reads the environment
+        // meanwhile): the same proof.
+        // Each section 300 ms later (CUZK_TEST_SECTION_DELAY_MS), so that the first
+        // partition finds them still arriving.
+        for (mode, row) in [
+            ("whole", "wait for the GPU prefetch"),
+            ("1", "wait for the GPU prefetch (section b_g1)"),
+        ] {
+            std::env::set_var("CUZK_EARLY_SRS", mode);
+            std::env::set_var("CUZK_TEST_SECTION_DELAY_MS", "300");
+            let early = pce(PceEval::Gpu);
+            std::env::remove_var("CUZK_EARLY_SRS");
+            std::env::remove_var("CUZK_TEST_SECTION_DELAY_MS");
+            eprintln!(
+                "{size} GPU, CUZK_EARLY_SRS={mode}:\n{}",
+                early.timings.table()
+            );
+            assert!(
+                early.timings.get(row).is_some(),
+                "{size}, CUZK_EARLY_SRS={mode}: no row '{row}'"
+            );
+            assert_eq!(
+                early.proof, cpu.proof,
+                "{size}: proof with CUZK_EARLY_SRS={mode} differs"
+            );
+        }
         std::fs::remove_dir_all(&cache).unwrap();
     }
 }

@@ -732,6 +732,17 @@ fn check_device_scalars(emulate: bool) {
             assert_eq!(got, want_p, "MSM of device scalars, n = {n}, split {split}");
         }
     }
+    // Packed (`--pack-aux`): unpacked on the device into the same scalars, all zeros or
+    // ones included; a set of mostly other values goes whole.
+    for (zeros, ones) in [(40, 40), (100, 0), (0, 100), (0, 0)] {
+        let s = bench::witness_scalars(70_001, zeros, ones, 5);
+        let up = cuda::DeviceScalars::upload_aux(&s, true, emulate).unwrap();
+        assert_eq!(
+            up.read().unwrap(),
+            s,
+            "packed upload, {zeros} % zeros, {ones} % ones"
+        );
+    }
     // A bad density is refused with a message, not a crash.
     let up = cuda::DeviceScalars::upload(&scalars(10, 1), emulate).unwrap();
     let d = Density::from_words(vec![0b111], 3).unwrap();
@@ -761,16 +772,21 @@ fn device_scalars_select_and_msm() {
 
 /// An upload beside other device work (the prover's `--overlap-aux`): the scalars arrive
 /// intact, the MSM run meanwhile is right, and an error of the work is the result's.
-fn check_upload_during(emulate: bool) {
-    // On the GPU large enough for the staged copy (pinned buffers, worker thread).
-    let n = if emulate { 3000 } else { (1 << 22) + 3 };
+fn check_upload_during(emulate: bool, pack: bool) {
+    // On the GPU large enough for the staged copy (pinned buffers, worker thread); packed
+    // (`--pack-aux`) large enough to be packed.
+    let n = match (emulate, pack) {
+        (true, false) => 3000,
+        (true, true) => 70_001,
+        (false, _) => (1 << 22) + 3,
+    };
     let s = bench::witness_scalars(n, 30, 30, 21);
     let m = if emulate { 700 } else { 70_001 };
     let pts = points::<G1Projective>(m, 22);
     let set = g1_on_device(&pts, emulate);
     let k = scalars(m, 23);
     let resident = cuda::DeviceScalars::upload(&k, emulate).unwrap();
-    let (up, got) = cuda::DeviceScalars::upload_during(&s, emulate, || {
+    let (up, got) = cuda::DeviceScalars::upload_during(&s, pack, emulate, || {
         let all = cuda::Scalars::Device(&resident, 0, m);
         let cfg = Msm {
             window: 0,
@@ -790,7 +806,7 @@ fn check_upload_during(emulate: bool) {
         "MSM beside an upload"
     );
 
-    let e = cuda::DeviceScalars::upload_during(&s, emulate, || -> anyhow::Result<()> {
+    let e = cuda::DeviceScalars::upload_during(&s, pack, emulate, || -> anyhow::Result<()> {
         anyhow::bail!("the work failed")
     })
     .map(|_| ())
@@ -807,7 +823,8 @@ fn check_upload_during(emulate: bool) {
     ignore = "SKIPPED: built without CUDA (nvcc not found)"
 )]
 fn upload_during_emulated() {
-    check_upload_during(true);
+    check_upload_during(true, false);
+    check_upload_during(true, true);
 }
 
 #[test]
@@ -819,7 +836,8 @@ fn upload_during() {
     if !gpu_or_skip() {
         return;
     }
-    check_upload_during(false);
+    check_upload_during(false, false);
+    check_upload_during(false, true);
 }
 
 /// Pageable uploads from several threads at once each hold a staging pair of their own

@@ -75,6 +75,9 @@ struct DeviceExec {
     // chunks the driver would not lock (staged instead).
     bool from_mapping = false;
     size_t refused = 0;
+    // The stream launch() and sync() use: 0, the calling thread's own, unless the caller
+    // sets one (the SRS decode runs on a high-priority stream beside the prover's MSMs).
+    cudaStream_t stream = 0;
     DeviceMarks marks;
 
     int mark(const char* what) {
@@ -162,7 +165,7 @@ struct DeviceExec {
         unsigned blocks;
         if (n == 0) return 0;
         CUZK_RC(grid(n, threads, what, &blocks));
-        for_each_kernel<<<blocks, threads>>>(n, fn);
+        for_each_kernel<<<blocks, threads, 0, stream>>>(n, fn);
         return launched(what, n, threads);
     }
 
@@ -214,7 +217,7 @@ struct DeviceExec {
     // Stream 0 is the calling thread's own (build.rs: per-thread default streams), so
     // another thread's work (the SRS upload beside the prover) is not waited for.
     int sync(const char* after) {
-        cudaError_t e = cudaStreamSynchronize(0);
+        cudaError_t e = cudaStreamSynchronize(stream);
         if (e != cudaSuccess) {
             snprintf(err, errlen, "%s failed: %s", after, cudaGetErrorString(e));
             return (int)e;

@@ -3,6 +3,7 @@
 // (groth16/quotient.cu).
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -30,6 +31,60 @@ struct CompactFn {
         if (flag[i]) out[pos[i]] = in[i];
     }
 };
+
+CUZK_HD unsigned popcount64(uint64_t v) {
+#ifdef __CUDA_ARCH__
+    return __popcll(v);
+#else
+    return (unsigned)__builtin_popcountll(v);
+#endif
+}
+
+// A packed set unpacked (scalars.rs, Packed): scalar i is values[first[i / 64] + the
+// others before it in its word] where bit i of `others` is set, else `one` where bit i of
+// `ones` is, else zero.
+struct UnpackFn {
+    const uint64_t* ones;
+    const uint64_t* others;
+    const uint32_t* first;
+    const FrMont* values;
+    FrMont one;
+    FrMont* out;
+    CUZK_HD void operator()(size_t i) const {
+        const size_t w = i / 64;
+        const uint64_t bit = 1ull << (i % 64);
+        if (others[w] & bit)
+            out[i] = values[first[w] + popcount64(others[w] & (bit - 1))];
+        else if (ones[w] & bit)
+            out[i] = one;
+        else
+            out[i] = FrMont{};
+    }
+};
+
+template <class Exec, class Buf>
+int unpack(Exec& ex, Buf& out, size_t n, const uint64_t* ones_h, const uint64_t* others_h,
+           const uint32_t* first_h, const FrMont* values_h, size_t n_values, const FrMont& one) {
+    CUZK_RC(ex.alloc(out, n, "scalars"));
+    if (n == 0) return 0;
+    const size_t nw = (n + 63) / 64;
+    typename Exec::template Buf<uint64_t> ones, others;
+    typename Exec::template Buf<uint32_t> first;
+    typename Exec::template Buf<FrMont> values;
+    CUZK_RC(ex.alloc(ones, nw, "packed scalars' ones"));
+    CUZK_RC(ex.upload(ones.ptr, ones_h, nw));
+    CUZK_RC(ex.alloc(others, nw, "packed scalars' others"));
+    CUZK_RC(ex.upload(others.ptr, others_h, nw));
+    CUZK_RC(ex.alloc(first, nw, "packed scalars' offsets"));
+    CUZK_RC(ex.upload(first.ptr, first_h, nw));
+    if (n_values > 0) {
+        CUZK_RC(ex.alloc(values, n_values, "packed scalars' values"));
+        CUZK_RC(ex.upload(values.ptr, values_h, n_values));
+    }
+    CUZK_RC(ex.launch(n, UnpackFn{ones.ptr, others.ptr, first.ptr, values.ptr, one, out.ptr},
+                      "unpack scalars", 256));
+    return ex.sync("unpack scalars");
+}
 
 template <class Exec, class Buf>
 int upload(Exec& ex, Buf& buf, const FrMont* host, size_t n) {
@@ -80,6 +135,36 @@ extern "C" int cuzk_scalars_new(const void* host, size_t n, int emulate, void** 
     s->n = n;
     const int rc = cuzk::with_exec(s->emulate, err, errlen, "scalars", [&](auto& ex) {
         return upload(ex, cuzk::storage(*s, ex), (const FrMont*)host, n);
+    });
+    if (rc != 0) {
+        delete s;
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+// A new set *out of n scalars sent packed (scalars.rs, Packed): `ones` and `others` are
+// bitmaps of ⌈n / 64⌉ words, `first` the index in `values` (n_values scalars) of each
+// word's first other, `one` the scalar one (blst_fr, Montgomery); on the device or
+// (emulate ≠ 0) in host memory. The caller checked that the pieces agree.
+extern "C" int cuzk_scalars_new_packed(size_t n, const uint64_t* ones, const uint64_t* others,
+                                       const uint32_t* first, const void* values,
+                                       size_t n_values, const void* one, int emulate,
+                                       void** out, char* err, size_t errlen) {
+    *out = nullptr;
+    auto* s = new (std::nothrow) ScalarSet{};
+    if (!s) {
+        snprintf(err, errlen, "scalars: out of host memory");
+        return -1;
+    }
+    s->emulate = emulate != 0;
+    s->n = n;
+    FrMont one_v;
+    memcpy(&one_v, one, sizeof one_v);
+    const int rc = cuzk::with_exec(s->emulate, err, errlen, "scalars", [&](auto& ex) {
+        return unpack(ex, cuzk::storage(*s, ex), n, ones, others, first, (const FrMont*)values,
+                      n_values, one_v);
     });
     if (rc != 0) {
         delete s;

@@ -33,8 +33,21 @@ extern "C" int cuzk_points_new(int g2, const void* raw, size_t n, int emulate, i
             cuzk::DeviceExec ex{err, errlen};
             ex.from_mapping = pin != 0;
             ex.stage = true;
-            rc = g2 ? cuzk::srs::upload_decode<cuzk::Fp2>(ex, ps->dev, raw, n, bad)
-                    : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->dev, raw, n, bad);
+            // The decode on the highest priority: while the prover's kernels run (the
+            // first partition's H and MSMs beside the upload, CUZK_EARLY_SRS), its blocks
+            // take the SMs as they free up instead of after the prover's kernel, and the
+            // next section's upload, which follows the decode, does not wait for it.
+            rc = [&]() -> int {
+                int lo_prio = 0, hi_prio = 0;
+                CUZK_CHECK(cudaDeviceGetStreamPriorityRange(&lo_prio, &hi_prio));
+                CUZK_CHECK(
+                    cudaStreamCreateWithPriority(&ex.stream, cudaStreamNonBlocking, hi_prio));
+                const int r = g2 ? cuzk::srs::upload_decode<cuzk::Fp2>(ex, ps->dev, raw, n, bad)
+                                 : cuzk::srs::upload_decode<cuzk::Fp>(ex, ps->dev, raw, n, bad);
+                cudaStreamSynchronize(ex.stream);  // also after a failure: nothing queued
+                cudaStreamDestroy(ex.stream);
+                return r;
+            }();
             *pinned = pin && ex.refused == 0;
         }
         if (rc == 0 && *bad != ~0ull) {

@@ -35,6 +35,12 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
     return 0;
 }
 
+// The calling host thread's current device (for a helper thread that works beside it).
+extern "C" int cuzk_get_device(int* dev, char* err, size_t errlen) {
+    CUZK_CHECK(cudaGetDevice(dev));
+    return 0;
+}
+
 // Device `dev`'s name (e.g. "NVIDIA H200"), for the report.
 extern "C" int cuzk_device_name(int dev, char* name, size_t len, char* err, size_t errlen) {
     cudaDeviceProp p;

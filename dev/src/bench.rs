@@ -436,7 +436,7 @@ fn partition_once(
         // The aux assignment's upload beside MSM h, as the backend's `--overlap-aux on`:
         // the row "aux upload" is the wait beyond the MSM.
         let t0 = Instant::now();
-        let (aux, ms) = DeviceScalars::upload_during(&p.aux_assignment, false, || {
+        let (aux, ms) = DeviceScalars::upload_during(&p.aux_assignment, true, false, || {
             let t1 = Instant::now();
             t.phase("MSM h", "", false, |k| msm(g1, 0, all(&h), h_cfg, k))?;
             Ok(t1.elapsed().as_secs_f64() * 1e3)
@@ -449,7 +449,7 @@ fn partition_once(
     } else {
         t.phase("MSM h", "", false, |k| msm(g1, 0, all(&h), h_cfg, k))?;
         t.phase("aux upload", " (once per partition)", false, |_| {
-            DeviceScalars::upload(&p.aux_assignment, false)
+            DeviceScalars::upload_aux(&p.aux_assignment, true, false)
         })?
     };
     drop(h);

@@ -107,6 +107,7 @@ fn choose_backend(cfg: &Config) -> Result<Devices> {
             )
             .overlap_aux(cfg.overlap_aux)
             .upload_ahead(cfg.upload_ahead)
+            .pack_aux(cfg.pack_aux)
             .pce_eval(cfg.pce_eval == PceEval::Gpu);
             let devices = Devices::cuda(b, cfg.gpus.clone());
             // Waited for under --device cuda, and for GPUs named by index other than 0:

@@ -10,6 +10,7 @@ pub mod backend;
 pub mod field;
 mod msm;
 pub mod ntt;
+pub mod pack_aux;
 pub mod pce_eval;
 mod points;
 mod scalars;
@@ -33,6 +34,7 @@ mod ffi {
             errlen: usize,
         ) -> c_int;
         pub(crate) fn cuzk_set_device(dev: c_int, err: *mut c_char, errlen: usize) -> c_int;
+        pub(crate) fn cuzk_get_device(dev: *mut c_int, err: *mut c_char, errlen: usize) -> c_int;
         pub(crate) fn cuzk_set_pin_transfers(on: c_int);
         pub(crate) fn cuzk_device_name(
             dev: c_int,
@@ -100,6 +102,19 @@ pub fn device_count() -> Result<usize> {
         // SAFETY: the callee writes one int and at most `errlen` bytes.
         call(|e, l| unsafe { ffi::cuzk_device_count(&mut n, e, l) })?;
         Ok(n as usize)
+    }
+    #[cfg(not(cuzk_cuda))]
+    bail!(NO_CUDA_BUILD)
+}
+
+/// The calling thread's current GPU (for a helper thread that works beside it).
+pub(crate) fn current_device() -> Result<usize> {
+    #[cfg(cuzk_cuda)]
+    {
+        let mut dev = 0;
+        // SAFETY: the callee writes one int and at most `errlen` bytes.
+        call(|e, l| unsafe { ffi::cuzk_get_device(&mut dev, e, l) })?;
+        Ok(dev as usize)
     }
     #[cfg(not(cuzk_cuda))]
     bail!(NO_CUDA_BUILD)

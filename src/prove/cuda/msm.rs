@@ -115,6 +115,20 @@ pub(super) mod ffi {
             err: *mut c_char,
             errlen: usize,
         ) -> c_int;
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) fn cuzk_scalars_new_packed(
+            n: usize,
+            ones: *const u64,
+            others: *const u64,
+            first: *const u32,
+            values: *const c_void,
+            n_values: usize,
+            one: *const c_void,
+            emulate: c_int,
+            out: *mut *mut c_void,
+            err: *mut c_char,
+            errlen: usize,
+        ) -> c_int;
         pub(crate) fn cuzk_scalars_begin(
             host: *const c_void,
             n: usize,

@@ -5,6 +5,8 @@
 use anyhow::{ensure, Result};
 use blstrs::Scalar as Fr;
 
+use super::pack_aux::{Packed, MIN_SCALARS};
+
 #[cfg(cuzk_cuda)]
 use super::msm::ffi;
 
@@ -71,15 +73,96 @@ impl DeviceScalars {
         }
     }
 
-    /// `upload` while `f` runs on this thread: the copy goes on a worker thread and a
-    /// stream of its own, so the device runs the work `f` queues meanwhile (the prover's H
-    /// MSM, beside a partition's aux assignment). Returns when both are done; an error of
+    /// A packed set ([`Packed`], `--pack-aux`) unpacked on the device (emulate: in host
+    /// memory standing in for it).
+    pub fn upload_packed(p: &Packed, emulate: bool) -> Result<Self> {
+        #[cfg(cuzk_cuda)]
+        {
+            let words = p.n.div_ceil(64);
+            ensure!(
+                p.ones.len() == words && p.others.len() == words && p.first.len() == words,
+                "packed scalars: {} bitmap words for {} scalars",
+                p.ones.len(),
+                p.n
+            );
+            let one = super::pack_aux::one_limbs();
+            let mut set = std::ptr::null_mut();
+            // SAFETY: the bitmaps and offsets hold ⌈n / 64⌉ entries each (checked above),
+            // values n_values scalars of the blst_fr layout, one 32 bytes; the callee
+            // writes the handle and the message.
+            super::call(|e, l| unsafe {
+                ffi::cuzk_scalars_new_packed(
+                    p.n,
+                    p.ones.as_ptr(),
+                    p.others.as_ptr(),
+                    p.first.as_ptr(),
+                    p.values.as_ptr() as *const _,
+                    p.values.len(),
+                    one.as_ptr() as *const _,
+                    emulate as i32,
+                    &mut set,
+                    e,
+                    l,
+                )
+            })?;
+            Ok(Self {
+                set,
+                len: p.n,
+                emulated: emulate,
+            })
+        }
+        #[cfg(not(cuzk_cuda))]
+        {
+            let _ = (p, emulate);
+            anyhow::bail!(super::NO_CUDA_BUILD)
+        }
+    }
+
+    /// A partition's aux assignment to the device: packed when `pack` (`--pack-aux`) and
+    /// the set is large and mostly zeros and ones, else whole ([`Self::upload`]).
+    pub fn upload_aux(scalars: &[Fr], pack: bool, emulate: bool) -> Result<Self> {
+        let packed = (pack && scalars.len() >= MIN_SCALARS)
+            .then(|| Packed::of(scalars, super::pack_aux::threads()))
+            .flatten();
+        match packed {
+            Some(p) => Self::upload_packed(&p, emulate),
+            None => Self::upload(scalars, emulate),
+        }
+    }
+
+    /// `upload_aux` while `f` runs on this thread, so the device runs the work `f` queues
+    /// meanwhile (the prover's MSMs, beside the next partition's aux assignment). Packed
+    /// (`pack`), the packing, the copy of the pieces and their unpacking run on a helper
+    /// thread (on the caller's GPU, its own default stream); whole, the copy runs on a
+    /// worker thread and a stream of its own. Returns when both are done; an error of
     /// either is the result's (the upload's first).
     pub fn upload_during<T>(
         scalars: &[Fr],
+        pack: bool,
         emulate: bool,
         f: impl FnOnce() -> Result<T>,
     ) -> Result<(Self, T)> {
+        if pack && scalars.len() >= MIN_SCALARS {
+            let gpu = match emulate {
+                true => None,
+                false => Some(super::current_device()?),
+            };
+            return std::thread::scope(|s| {
+                let up = std::thread::Builder::new()
+                    .name("aux-upload".into())
+                    .spawn_scoped(s, move || {
+                        if let Some(g) = gpu {
+                            super::set_device(g)?;
+                        }
+                        Self::upload_aux(scalars, true, emulate)
+                    })?;
+                let value = f();
+                let set = up
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the aux assignment's upload thread panicked"))?;
+                Ok((set?, value?))
+            });
+        }
         #[cfg(cuzk_cuda)]
         {
             // `scalars` stays borrowed, unchanged, until cuzk_scalars_end below has waited

@@ -41,7 +41,7 @@ use crate::prove::{cpu, Backend, Products};
 use crate::report::{GpuInfo, Timings};
 use crate::synth::{Abc, ProvingAssignment};
 use probe::Probe;
-use resident::{decode, Decoded, Early, Prefetch, Resident};
+use resident::{decode, Decoded, Early, EarlySrs, Prefetch, Resident};
 use upload_ahead::{PceAhead, Staged};
 
 /// Where B in G2 is computed (`--b-g2`).
@@ -96,6 +96,8 @@ pub struct Cuda {
     /// `--upload-ahead`: the next partition's aux assignment uploaded beside this one's
     /// MSMs (upload_ahead.rs).
     pub upload_ahead: bool,
+    /// `--pack-aux`: aux assignments go to the device packed (crate::prove::cuda::pack_aux).
+    pub pack_aux: bool,
     /// The GPU that proved (name, memory), once `products` has run on it.
     device: OnceLock<GpuInfo>,
     /// An aux assignment uploaded ahead, waiting for its partition.
@@ -106,7 +108,9 @@ pub struct Cuda {
     pce_ahead: Mutex<Option<PceAhead>>,
     /// The SRS on the device: being loaded during synthesis, then kept for every batch.
     pub resident: Mutex<Prefetch>,
-    /// Section h ahead of the others (`CUZK_EARLY_H`), and the bytes still to be loaded.
+    /// When the first partition waits for the SRS (`CUZK_EARLY_SRS`).
+    early_srs: EarlySrs,
+    /// The sections handed over as they arrive, and the bytes still to be loaded.
     early: Early,
     /// Set when the backend is dropped: a prefetch still uploading stops at its next
     /// section (a run that fails early, on a bad C1, then ends at once).
@@ -153,11 +157,13 @@ impl Cuda {
             overlap_aux: true,
             pce_eval: true,
             upload_ahead: true,
+            pack_aux: true,
             staged: Default::default(),
             device: OnceLock::new(),
             pce_dev: Default::default(),
             pce_ahead: Default::default(),
             resident: Default::default(),
+            early_srs: EarlySrs::from_env(),
             early: Default::default(),
             cancel: Default::default(),
             probe,
@@ -174,6 +180,12 @@ impl Cuda {
     /// (default on).
     pub(crate) fn upload_ahead(mut self, on: bool) -> Self {
         self.upload_ahead = on;
+        self
+    }
+
+    /// `--pack-aux`: aux assignments cross the bus packed (pack_aux.rs; default on).
+    pub fn pack_aux(mut self, on: bool) -> Self {
+        self.pack_aux = on;
         self
     }
 
@@ -246,7 +258,7 @@ impl Backend for Cuda {
             self.b_g2 == BG2::Gpu,
             self.cancel.clone(),
         );
-        let early = self.early.sender();
+        let early = self.early.sender(self.early_srs);
         let handle = std::thread::Builder::new()
             .name("srs-upload".into())
             .spawn(move || Resident::prefetch(&srs, &probe, pin, g2, &cancel, early))?;

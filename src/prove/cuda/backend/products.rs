@@ -11,11 +11,11 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use group::Group;
 
 use super::phases::{DeviceWork, Phase, Phases};
-use super::resident::{Decoded, Loaded, Resident};
+use super::resident::{Decoded, G1Section, Loaded, Sections};
 use super::{Cuda, BG2};
 use crate::input::srs::Srs;
 use crate::prove::cuda::pce_eval::DevicePce;
-use crate::prove::cuda::{ntt, DeviceScalars, GpuAffine, Msm};
+use crate::prove::cuda::{ntt, DevicePoints, DeviceScalars, GpuAffine, Msm};
 use crate::prove::Products;
 use crate::report::Timings;
 use crate::synth::pce::Pce;
@@ -178,7 +178,7 @@ impl Cuda {
             return Ok((h, None));
         };
         let t0 = Instant::now();
-        let (aux, (h, msm)) = DeviceScalars::upload_during(aux, false, || {
+        let (aux, (h, msm)) = DeviceScalars::upload_during(aux, self.pack_aux, false, || {
             let t1 = Instant::now();
             let h = pts.msm_dev(0, &hd.0, h_cfg, &mut ph.work[Phase::HMsm as usize])?;
             Ok((h, t1.elapsed()))
@@ -216,6 +216,39 @@ impl Cuda {
         }
     }
 
+    /// A partition's witness MSMs (L, A, B) over its aux assignment on the device, each
+    /// section waited for before its MSM.
+    fn witness(
+        &self,
+        o: &mut Products,
+        p: &ProvingAssignment,
+        aux: &DeviceScalars,
+        secs: &mut Sections,
+        t: &mut Timings,
+        ph: &mut Phases,
+    ) -> Result<()> {
+        let w = self.msm;
+        let l = secs.g1(self, G1Section::L, t)?;
+        o.l = ph.time(Phase::L, |k| {
+            query(Query::L, &Loaded::Resident(&*l), p, aux, w, k)
+        })?;
+        let a = secs.g1(self, G1Section::A, t)?;
+        o.a = ph.time(Phase::A, |k| {
+            query(Query::A, &Loaded::Resident(&*a), p, aux, w, k)
+        })?;
+        let b = secs.g1(self, G1Section::BG1, t)?;
+        o.b_g1 = ph.time(Phase::BG1, |k| {
+            query(Query::B, &Loaded::Resident(&*b), p, aux, w, k)
+        })?;
+        if self.b_g2 == BG2::Gpu {
+            if let Some(b) = secs.g2(self, t)? {
+                let b = Loaded::Resident(&*b);
+                o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &b, p, aux, w, k))?;
+            }
+        }
+        Ok(())
+    }
+
     /// With the SRS resident, partition by partition: H, then the aux assignment goes to
     /// the device once and serves L, A and B. Else (sections loaded per MSM) product by
     /// product over the partitions, each MSM uploading the aux assignment it narrows.
@@ -246,40 +279,13 @@ impl Cuda {
             })
             .collect();
         let mut ph = Phases::default();
-        // The NTT does not read the SRS: only now wait for the sections' upload, for
-        // section h alone while the others are still on their way (`CUZK_EARLY_H`), the
-        // rest after the first H MSM.
-        let early = self.early_h(t);
-        let mut resident = match early {
-            Some(_) => None,
-            None => self.resident(t)?,
-        };
-        if let Some(h_points) = early.or_else(|| resident.as_ref().map(|r| r.h.clone())) {
-            let h = Loaded::Resident(&*h_points);
-            let witness = |o: &mut Products, p, aux: &_, r: &Resident, ph: &mut Phases| {
-                let (l, a, b_g1) = (
-                    Loaded::Resident(&r.l),
-                    Loaded::Resident(&r.a),
-                    Loaded::Resident(&r.b_g1),
-                );
-                o.l = ph.time(Phase::L, |k| query(Query::L, &l, p, aux, w, k))?;
-                o.a = ph.time(Phase::A, |k| query(Query::A, &a, p, aux, w, k))?;
-                o.b_g1 = ph.time(Phase::BG1, |k| query(Query::B, &b_g1, p, aux, w, k))?;
-                if let Some(b_g2) = r.b_g2.as_ref().map(Loaded::Resident) {
-                    o.b_g2 = ph.time(Phase::BG2, |k| query(Query::B, &b_g2, p, aux, w, k))?;
-                }
-                Ok(())
-            };
-            // The other sections: waited for once, after the first H MSM.
-            let mut rest = |t: &mut Timings| -> Result<Arc<Resident>> {
-                if let Some(r) = &resident {
-                    return Ok(r.clone());
-                }
-                let r = self
-                    .resident(t)?
-                    .ok_or_else(|| anyhow::anyhow!("the SRS upload stopped after section h"))?;
-                resident = Some(r.clone());
-                Ok(r)
+        // The NTT does not read the SRS: with `CUZK_EARLY_SRS`, each section is waited
+        // for only before its first MSM.
+        if let Some(mut secs) = self.sections(t)? {
+            let h_msm = |h: &DevicePoints<G1Affine>, hd: DeviceScalars, ph: &mut Phases| {
+                ph.time(Phase::HMsm, |k| {
+                    Loaded::Resident(h).msm_dev(0, &hd, self.h_msm(), k)
+                })
             };
             for (i, ((o, abc), p)) in out.iter_mut().zip(abc).zip(parts).enumerate() {
                 let abc = match self.h_input(abc, p, t)? {
@@ -290,37 +296,37 @@ impl Cuda {
                         // else beside the witness MSMs if it is by then.
                         let aux = self.aux_on_device(p, &mut ph)?;
                         let hd = self.h_pce(&pce, p, &aux, &mut ph)?;
+                        let h = secs.g1(self, G1Section::H, t)?;
                         let after = || parts.get(i + 1).or_else(|| next.peek());
                         // H is freed once its MSM is done (4.3 GB at 32GiB).
-                        let h_msm = |ph: &mut Phases, hd: DeviceScalars| {
-                            ph.time(Phase::HMsm, |k| h.msm_dev(0, &hd, self.h_msm(), k))
-                        };
                         match after() {
                             Some(n) => self.beside_next_upload(Some(n), &mut ph, |ph| {
-                                o.h = h_msm(ph, hd)?;
-                                witness(o, p, &aux, &*rest(t)?, ph)
+                                o.h = h_msm(&h, hd, ph)?;
+                                self.witness(o, p, &aux, &mut secs, t, ph)
                             })?,
                             None => {
-                                o.h = h_msm(&mut ph, hd)?;
+                                o.h = h_msm(&h, hd, &mut ph)?;
                                 self.beside_next_upload(after(), &mut ph, |ph| {
-                                    witness(o, p, &aux, &*rest(t)?, ph)
+                                    self.witness(o, p, &aux, &mut secs, t, ph)
                                 })?;
                             }
                         }
                         continue;
                     }
                 };
+                let h = secs.g1(self, G1Section::H, t)?;
                 let beside = self.overlap_aux.then_some(&p.aux_assignment[..]);
-                let (hp, aux) = self.h_product(&h, abc, beside, &mut ph)?;
+                let (hp, aux) = self.h_product(&Loaded::Resident(&*h), abc, beside, &mut ph)?;
                 o.h = hp;
                 let aux = match aux {
                     Some(aux) => aux,
                     None => ph.time(Phase::AuxUpload, |_| {
-                        DeviceScalars::upload(&p.aux_assignment, false)
+                        DeviceScalars::upload_aux(&p.aux_assignment, self.pack_aux, false)
                     })?,
                 };
-                witness(o, p, &aux, &*rest(t)?, &mut ph)?;
+                self.witness(o, p, &aux, &mut secs, t, &mut ph)?;
             }
+            secs.settle_if_done(self, t)?;
             ph.record(t, w.split, g2_on_gpu, true, self.overlap_aux);
             return Ok(out);
         }
@@ -341,7 +347,9 @@ impl Cuda {
             o.h = self.h_product(&pts, abc, None, &mut ph)?.0;
         }
         drop(pts);
-        let upload = |p: &ProvingAssignment| DeviceScalars::upload(&p.aux_assignment, false);
+        let upload = |p: &ProvingAssignment| {
+            DeviceScalars::upload_aux(&p.aux_assignment, self.pack_aux, false)
+        };
         for (q, s, phase) in [
             (Query::L, &srs.l, Phase::L),
             (Query::A, &srs.a, Phase::A),

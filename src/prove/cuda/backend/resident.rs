@@ -18,14 +18,35 @@ use crate::input::srs::{Section, Srs, SrsPoint};
 use crate::prove::cuda::{msm_with, DevicePoints, DeviceScalars, GpuAffine, Msm, Points, Scalars};
 use crate::report::Timings;
 
-/// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`).
+/// The sections decoded on the GPU for the whole run (b_g2 only with `--b-g2 gpu`), each
+/// shared: the prover may take it as soon as it is decoded (see [`Early`]).
 pub struct Resident {
-    /// Shared: handed to the prover as soon as it is decoded (see [`Early`]).
     pub(super) h: Arc<DevicePoints<G1Affine>>,
-    pub(super) l: DevicePoints<G1Affine>,
-    pub(super) a: DevicePoints<G1Affine>,
-    pub(super) b_g1: DevicePoints<G1Affine>,
-    pub(super) b_g2: Option<DevicePoints<G2Affine>>,
+    pub(super) l: Arc<DevicePoints<G1Affine>>,
+    pub(super) a: Arc<DevicePoints<G1Affine>>,
+    pub(super) b_g1: Arc<DevicePoints<G1Affine>>,
+    pub(super) b_g2: Option<Arc<DevicePoints<G2Affine>>>,
+}
+
+/// A G1 section of the resident SRS.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum G1Section {
+    H = 0,
+    L = 1,
+    A = 2,
+    BG1 = 3,
+}
+
+impl G1Section {
+    fn name(self) -> &'static str {
+        ["h", "l", "a", "b_g1"][self as usize]
+    }
+}
+
+/// A section the prefetch has decoded and checked, handed to the prover early.
+pub(super) enum Arrived {
+    G1(G1Section, Arc<DevicePoints<G1Affine>>),
+    G2(Arc<DevicePoints<G2Affine>>),
 }
 
 /// Where the resident SRS stands.
@@ -56,18 +77,40 @@ pub struct Prefetched {
 /// 256, CUB's scratch ≈ 128); 640 leaves room for the allocator and CUB.
 const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
 
-/// Section h before the rest (`CUZK_EARLY_H=1`; off by default until measured, see
-/// docs/PERF.md): the first partition's H (its NTT needs no SRS) and H MSM run as soon as
-/// section h is decoded, while the other sections are still uploaded (at 32GiB the prover
-/// waits 1.1–1.5 s for the whole SRS). While sections are pending, the prover's check of
-/// whether the recording fits on the device takes the memory that will be free once the
-/// SRS is resident (`free_after`), as the check does after it: the memory free now also
-/// lacks the section being decoded, and with that the first measurement evaluated the
-/// first partition's A·w, B·w, C·w on the host.
+/// When the first partition waits for the SRS (`CUZK_EARLY_SRS`; at 32GiB the prover
+/// waited ~1.9 s for it):
+/// - `0` (the default until measured, docs/PERF.md): for the whole SRS, before its H;
+/// - `whole`: for the whole SRS, but only before its H MSM (the NTT needs no SRS);
+/// - `1`: for each section only before its MSM, as each is decoded: the sections are
+///   uploaded in the order the MSMs read them (h, l, a, b_g1, b_g2).
+///
+/// While sections are pending, the prover's check of whether the recording fits on the
+/// device takes the memory that will be free once the SRS is resident (`free_after`), as
+/// the check does after it: the memory free now also lacks the section being decoded,
+/// and with that the first measurement evaluated the first partition's A·w, B·w, C·w on
+/// the host.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum EarlySrs {
+    Off,
+    Whole,
+    Sections,
+}
+
+impl EarlySrs {
+    pub(super) fn from_env() -> Self {
+        match std::env::var("CUZK_EARLY_SRS").as_deref() {
+            Ok("1") => EarlySrs::Sections,
+            Ok("whole") => EarlySrs::Whole,
+            _ => EarlySrs::Off,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Early {
-    /// Section h, sent once decoded (dropped unsent when the SRS is not made resident).
-    pub(super) h: Mutex<Option<mpsc::Receiver<Arc<DevicePoints<G1Affine>>>>>,
+    /// The sections, sent as each is decoded and checked (the sender dropped when the
+    /// prefetch ends, done or not).
+    pub(super) sections: Mutex<Option<mpsc::Receiver<Arrived>>>,
     /// Device bytes of the sections not decoded yet.
     pub(super) pending: Arc<AtomicUsize>,
     /// Device memory free once every section is resident (set with `pending`).
@@ -100,21 +143,16 @@ impl Decided {
 }
 
 impl Early {
-    /// Whether section h goes ahead (`CUZK_EARLY_H=1`; default off).
-    pub(super) fn on() -> bool {
-        std::env::var("CUZK_EARLY_H").is_ok_and(|v| v == "1")
-    }
-
-    /// The prefetch thread's side: section h's sender when it goes ahead (the receiver
+    /// The prefetch thread's side: the sections' sender when they go early (the receiver
     /// kept here), and the counts.
-    pub(super) fn sender(&self) -> EarlySender {
-        let h = Self::on().then(|| {
-            let (tx, rx) = mpsc::sync_channel(1);
-            *self.h.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+    pub(super) fn sender(&self, when: EarlySrs) -> EarlySender {
+        let sections = (when == EarlySrs::Sections).then(|| {
+            let (tx, rx) = mpsc::channel();
+            *self.sections.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
             tx
         });
         EarlySender {
-            h,
+            sections,
             pending: self.pending.clone(),
             free_after: self.free_after.clone(),
             decided: self.decided.clone(),
@@ -125,7 +163,7 @@ impl Early {
 /// What the prefetch thread tells the prover early ([`Early`]); `decided` is set when it
 /// is dropped at the latest (the prefetch stopped before counting).
 pub(super) struct EarlySender {
-    h: Option<mpsc::SyncSender<Arc<DevicePoints<G1Affine>>>>,
+    sections: Option<mpsc::Sender<Arrived>>,
     pending: Arc<AtomicUsize>,
     free_after: Arc<AtomicUsize>,
     decided: Arc<Decided>,
@@ -138,44 +176,75 @@ impl Drop for EarlySender {
 }
 
 impl Resident {
-    /// Every section, in the order the MSMs use them, h sent to `early_h` as soon as it is
-    /// decoded and each section's bytes taken off `pending`; stops (with an error no one
-    /// sees) before the next section once `cancel` is set.
+    /// Every section, in the order the MSMs use them, each sent to `early` as soon as it
+    /// is decoded and its bytes taken off `pending`; stops (with an error no one sees)
+    /// before the next section once `cancel` is set.
     fn load(
         srs: &Srs,
         pin: bool,
         g2: bool,
         cancel: &AtomicBool,
-        early_h: Option<mpsc::SyncSender<Arc<DevicePoints<G1Affine>>>>,
+        early: Option<mpsc::Sender<Arrived>>,
         pending: &AtomicUsize,
     ) -> Result<Self> {
-        let decode = |s: &Section| {
+        // For tests: each section this much later, so that the first partition of a small
+        // sector finds them arriving.
+        let delay = std::env::var("CUZK_TEST_SECTION_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis);
+        let before_each = || -> Result<()> {
             anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
+            if let Some(d) = delay {
+                std::thread::sleep(d);
+            }
+            Ok(())
+        };
+        fn decoded<P: GpuAffine>(
+            srs: &Srs,
+            s: &Section,
+            pin: bool,
+            pending: &AtomicUsize,
+        ) -> Result<Arc<DevicePoints<P>>> {
             let d = decode_section(srs, s, pin)?;
             pending.fetch_sub(s.count * s.point_size, Ordering::SeqCst);
+            Ok(Arc::new(d))
+        }
+        let g1 = |w: G1Section| -> Result<Arc<DevicePoints<G1Affine>>> {
+            before_each()?;
+            let s = [&srs.h, &srs.l, &srs.a, &srs.b_g1][w as usize];
+            let d = decoded(srs, s, pin, pending)?;
+            if let Some(tx) = &early {
+                log::info!("SRS section {} resident", w.name());
+                let _ = tx.send(Arrived::G1(w, d.clone())); // the prover may be gone
+            }
             Ok(d)
         };
-        let h = Arc::new(decode(&srs.h)?);
-        if let Some(tx) = early_h {
-            log::info!("SRS section h resident");
-            let _ = tx.send(h.clone()); // the prover may be gone (a failed run)
-        }
-        let r = Resident {
-            h,
-            l: decode(&srs.l)?,
-            a: decode(&srs.a)?,
-            b_g1: decode(&srs.b_g1)?,
-            b_g2: match g2 {
-                true => {
-                    anyhow::ensure!(!cancel.load(Ordering::Relaxed), "the run stopped");
-                    let d = decode_section(srs, &srs.b_g2, pin)?;
-                    pending.fetch_sub(srs.b_g2.count * srs.b_g2.point_size, Ordering::SeqCst);
-                    Some(d)
+        let (h, l, a, b_g1) = (
+            g1(G1Section::H)?,
+            g1(G1Section::L)?,
+            g1(G1Section::A)?,
+            g1(G1Section::BG1)?,
+        );
+        let b_g2 = match g2 {
+            true => {
+                before_each()?;
+                let d = decoded(srs, &srs.b_g2, pin, pending)?;
+                if let Some(tx) = &early {
+                    log::info!("SRS section b_g2 resident");
+                    let _ = tx.send(Arrived::G2(d.clone()));
                 }
-                false => None,
-            },
+                Some(d)
+            }
+            false => None,
         };
-        Ok(r)
+        Ok(Resident {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 }
 
@@ -238,7 +307,7 @@ impl Resident {
         early.free_after.store(free - bytes, Ordering::SeqCst);
         early.pending.store(bytes, Ordering::SeqCst);
         early.decided.set();
-        let loaded = Self::load(srs, pin, g2, cancel, early.h.take(), &early.pending);
+        let loaded = Self::load(srs, pin, g2, cancel, early.sections.take(), &early.pending);
         if loaded.is_err() {
             early.pending.store(0, Ordering::SeqCst);
         }
@@ -319,22 +388,32 @@ pub(super) fn decode<P: SrsPoint>(srs: &Srs, s: &Section) -> (Result<Vec<P>>, Du
 }
 
 impl Cuda {
-    /// Section h, while the other sections are still being loaded ([`Early`]): waits for
-    /// h only. None when the SRS is not being loaded (resident already, or per MSM), or is
-    /// not made resident after all: the caller then waits for [`Self::resident`].
-    pub(super) fn early_h(&self, t: &mut Timings) -> Option<Arc<DevicePoints<G1Affine>>> {
+    /// The resident SRS for the prover, section by section ([`EarlySrs`]): as each
+    /// arrives while the prefetch still loads them, or the whole, joined now or when the
+    /// first section is needed. None when sections are loaded per MSM (known once the
+    /// prefetch has counted the room, right after the CUDA context).
+    pub(super) fn sections(&self, t: &mut Timings) -> Result<Option<Sections>> {
         let loading = matches!(
             &*self.resident.lock().unwrap_or_else(|e| e.into_inner()),
             Prefetch::Loading(_)
         );
         let rx = self
             .early
-            .h
+            .sections
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let rx = rx.filter(|_| loading)?;
-        t.time("wait for the GPU prefetch (section h)", || rx.recv().ok())
+        if loading && self.early_srs != EarlySrs::Off {
+            self.early.decided.wait();
+            if self.early.pending.load(Ordering::SeqCst) > 0 {
+                return Ok(Some(Sections {
+                    arriving: rx,
+                    loading: true,
+                    ..Default::default()
+                }));
+            }
+        }
+        Ok(self.resident(t)?.map(|r| Sections::whole(&r)))
     }
 
     /// The resident SRS, waiting for its loading thread if needed; None when sections are
@@ -392,5 +471,106 @@ impl Cuda {
             .map_err(|_| anyhow::anyhow!("the SRS decoding thread stopped before {name}"))?;
         t.add(&format!("  decode SRS {name} (overlapped)"), took);
         Ok(Loaded::Host(points?))
+    }
+}
+
+/// The resident sections as the prover takes them ([`Cuda::sections`]).
+#[derive(Default)]
+pub(super) struct Sections {
+    /// The prefetch's channel while sections are still arriving (`CUZK_EARLY_SRS=1`).
+    arriving: Option<mpsc::Receiver<Arrived>>,
+    /// The prefetch thread is still to be joined for the whole.
+    loading: bool,
+    g1: [Option<Arc<DevicePoints<G1Affine>>>; 4],
+    g2: Option<Arc<DevicePoints<G2Affine>>>,
+}
+
+impl Sections {
+    fn whole(r: &Resident) -> Self {
+        Sections {
+            arriving: None,
+            loading: false,
+            g1: [
+                Some(r.h.clone()),
+                Some(r.l.clone()),
+                Some(r.a.clone()),
+                Some(r.b_g1.clone()),
+            ],
+            g2: r.b_g2.clone(),
+        }
+    }
+
+    /// A G1 section, waiting for it if it has not arrived.
+    pub(super) fn g1(
+        &mut self,
+        cuda: &Cuda,
+        w: G1Section,
+        t: &mut Timings,
+    ) -> Result<Arc<DevicePoints<G1Affine>>> {
+        loop {
+            if let Some(p) = &self.g1[w as usize] {
+                return Ok(p.clone());
+            }
+            anyhow::ensure!(
+                self.loading,
+                "the SRS upload stopped before section {}",
+                w.name()
+            );
+            self.next(cuda, w.name(), t)?;
+        }
+    }
+
+    /// Section b_g2 when it is on the GPU (`--b-g2 gpu`: the caller asks only then),
+    /// waiting for it if it has not arrived.
+    pub(super) fn g2(
+        &mut self,
+        cuda: &Cuda,
+        t: &mut Timings,
+    ) -> Result<Option<Arc<DevicePoints<G2Affine>>>> {
+        while self.g2.is_none() && self.loading {
+            self.next(cuda, "b_g2", t)?;
+        }
+        Ok(self.g2.clone())
+    }
+
+    /// The next section from the prefetch; once it sends no more (every section sent, or
+    /// it failed), or sends none, the whole from its thread, with its error if it failed.
+    fn next(&mut self, cuda: &Cuda, want: &str, t: &mut Timings) -> Result<()> {
+        let got = self.arriving.as_ref().map(|rx| {
+            t.time(
+                &format!("wait for the GPU prefetch (section {want})"),
+                || rx.recv(),
+            )
+        });
+        match got {
+            Some(Ok(Arrived::G1(w, p))) => self.g1[w as usize] = Some(p),
+            Some(Ok(Arrived::G2(p))) => self.g2 = Some(p),
+            _ => self.settle(cuda, t)?,
+        }
+        Ok(())
+    }
+
+    /// Joins the prefetch (its timing rows, and its error if a section failed) and takes
+    /// the whole from it.
+    fn settle(&mut self, cuda: &Cuda, t: &mut Timings) -> Result<()> {
+        let r = cuda
+            .resident(t)?
+            .ok_or_else(|| anyhow::anyhow!("the SRS upload stopped before every section"))?;
+        *self = Sections::whole(&r);
+        Ok(())
+    }
+
+    /// [`Self::settle`] if the prefetch thread has ended by now: a run of one partition
+    /// then still reports the upload's rows (a thread still releasing the mapping's pages
+    /// is left to the next partition, or to the backend's drop).
+    pub(super) fn settle_if_done(&mut self, cuda: &Cuda, t: &mut Timings) -> Result<()> {
+        let done = matches!(
+            &*cuda.resident.lock().unwrap_or_else(|e| e.into_inner()),
+            Prefetch::Loading(h) if h.is_finished()
+        );
+        if self.loading && done {
+            self.settle(cuda, t)?;
+        }
+        Ok(())
     }
 }

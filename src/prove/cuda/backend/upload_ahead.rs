@@ -153,7 +153,7 @@ impl Cuda {
         match staged {
             Some(s) if s.key == key(p) => Ok(s.aux),
             _ => ph.time(Phase::AuxUpload, |_| {
-                DeviceScalars::upload(&p.aux_assignment, false)
+                DeviceScalars::upload_aux(&p.aux_assignment, self.pack_aux, false)
             }),
         }
     }
@@ -172,12 +172,13 @@ impl Cuda {
         };
         let t0 = Instant::now();
         let mut ran = Duration::ZERO;
-        let (aux, value) = DeviceScalars::upload_during(&n.aux_assignment, false, || {
-            let t1 = Instant::now();
-            let r = msms(ph);
-            ran = t1.elapsed();
-            r
-        })?;
+        let (aux, value) =
+            DeviceScalars::upload_during(&n.aux_assignment, self.pack_aux, false, || {
+                let t1 = Instant::now();
+                let r = msms(ph);
+                ran = t1.elapsed();
+                r
+            })?;
         ph.wall[Phase::AuxAhead as usize] += t0.elapsed().saturating_sub(ran);
         ph.staged += 1;
         *self.staged.lock().unwrap_or_else(|e| e.into_inner()) = Some(Staged { key: key(n), aux });
