@@ -114,17 +114,39 @@ pub struct Reading {
 }
 
 impl Reading {
-    /// Reads `path` as [`read_c1_within`] does and parses its head; the typed parse goes
-    /// on beside the caller until [`Reading::finish`]. A head that does not parse fails
-    /// here, with the same words the whole parse would use.
+    /// Reads `path` as [`read_c1_within`] does and finds its proof type; the whole parse
+    /// goes on beside the caller until [`Reading::finish`]. The proof type is read from
+    /// the first bytes where it comes first, as filecoin-proofs writes it ([`peek_proof`]:
+    /// at 32GiB the head's whole pass, 0.27 s on the H200 host, came before the
+    /// parameters' upload could start), else from the head, which then fails here with
+    /// the same words the whole parse would use.
     pub fn start(path: &Path, limit: u64) -> Result<Self> {
         let bytes = read_input(path, limit)?;
         let name = input_name(path);
-        let head = unwrap_c1(&bytes).with_context(|| name.clone())?;
-        let registered_proof = head.registered_proof;
+        let (registered_proof, head) = match peek_proof(&bytes) {
+            Some(p) => (p, None),
+            None => {
+                let head = unwrap_c1(&bytes).with_context(|| name.clone())?;
+                (head.registered_proof, Some(head))
+            }
+        };
         let parse = std::thread::Builder::new()
             .name("c1-parse".into())
-            .spawn(move || typed(&bytes, head).context(name))
+            .spawn(move || {
+                let whole = || -> Result<C1> {
+                    let head = match head {
+                        Some(h) => h,
+                        None => unwrap_c1(&bytes)?,
+                    };
+                    ensure!(
+                        head.registered_proof == registered_proof,
+                        "registered_proof {:?}, but its first bytes say {registered_proof:?}",
+                        head.registered_proof
+                    );
+                    typed(&bytes, head)
+                };
+                whole().context(name)
+            })
             .context("cannot start the C1's parse")?;
         Ok(Self {
             registered_proof,
@@ -227,6 +249,61 @@ struct Unwrapped {
     sector_num: Option<u64>,
     inner: Option<Vec<u8>>,
     registered_proof: RegisteredSealProof,
+}
+
+/// The proof type from a C1's first bytes, when `registered_proof` comes before the
+/// vanilla proofs in the SealCommitPhase1Output (as filecoin-proofs' serialization writes
+/// it), raw or base64 in the wrapper's `Phase1Out` (which lotus-bench and Curio write
+/// before or after `SectorNum`): a few kilobytes are read, not the whole. None whenever
+/// the bytes are laid out otherwise (the head's whole pass then decides), never a wrong
+/// answer: the whole parse checks it.
+fn peek_proof(bytes: &[u8]) -> Option<RegisteredSealProof> {
+    const PREFIX: usize = 4096;
+    let raw = match string_value(bytes, "Phase1Out") {
+        Some(b64) => {
+            let b64 = &b64[..b64.len().min(PREFIX)];
+            let whole = b64.len() / 4 * 4; // whole groups of four decode alone
+            base64::engine::general_purpose::STANDARD
+                .decode(&b64[..whole])
+                .ok()?
+        }
+        None => bytes[..bytes.len().min(PREFIX)].to_vec(),
+    };
+    let name = string_value(&raw, "registered_proof")?;
+    parse_registered_proof(std::str::from_utf8(name).ok()?).ok()
+}
+
+/// The string value of `key` in the JSON object `b` starts with, when only numbers,
+/// strings and literals come before it at the top level and neither it nor they hold an
+/// escape; the value may be cut short by the end of `b`. None otherwise.
+fn string_value<'a>(b: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    // A string's bytes and what follows its closing quote (the end of `b` closes it).
+    fn string(b: &[u8]) -> Option<(&[u8], &[u8])> {
+        let rest = b.strip_prefix(b"\"")?;
+        let end = rest.iter().position(|&c| c == b'"' || c == b'\\');
+        match end {
+            Some(i) if rest[i] == b'\\' => None,
+            Some(i) => Some((&rest[..i], &rest[i + 1..])),
+            None => Some((rest, &[])),
+        }
+    }
+    let mut rest = b.trim_ascii_start().strip_prefix(b"{")?;
+    loop {
+        let (name, after) = string(rest.trim_ascii_start())?;
+        let value = after.trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
+        if name == key.as_bytes() {
+            return string(value).map(|(v, _)| v);
+        }
+        rest = match value.first()? {
+            b'"' => string(value)?.1,
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let end = value.iter().position(|&c| c == b',' || c == b'}')?;
+                &value[end..]
+            }
+            _ => return None, // an object or array: give up
+        };
+        rest = rest.trim_ascii_start().strip_prefix(b",")?;
+    }
 }
 
 /// [`Unwrapped`] from `bytes`: only their top level (and the wrapper's) is read, the
@@ -371,6 +448,36 @@ pub fn v1_1_proof(sector_size: u64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_proof_type_is_read_from_the_first_bytes() {
+        let two = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/2kib/c1.json"))
+            .unwrap();
+        let whole = parse_c1(&two).unwrap().registered_proof;
+        assert_eq!(peek_proof(&two), Some(whole));
+        // The raw output, and the wrapper with SectorNum first and odd spacing.
+        let raw = unwrap_c1(&two).unwrap().inner.unwrap();
+        assert_eq!(peek_proof(&raw), Some(whole));
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&raw);
+        let w = format!("{{ \"SectorNum\" : 7 ,\n \"Phase1Out\":\"{b64}\",\"SectorSize\":2048}}");
+        assert_eq!(peek_proof(w.as_bytes()), Some(whole));
+        let w = format!("{{\"Note\":\"x\",\"SectorNum\":null,\"Phase1Out\":\"{}\"}}", &b64[..100]);
+        assert_eq!(peek_proof(w.as_bytes()), Some(whole));
+        // Laid out otherwise, or not a C1: None (the whole parse decides).
+        for other in [
+            r#"{"vanilla_proofs":{},"registered_proof":"StackedDrg2KiBV1_1"}"#,
+            r#"{"SectorNum":{"a":1},"Phase1Out":"eyJy"}"#,
+            r#"{"registered_proof":"Stacked\u0044rg2KiBV1_1"}"#,
+            r#"{"registered_proof":"StackedDrg4KiBV1"}"#,
+            r#"{"registered_proof":7}"#,
+            r#"["registered_proof"]"#,
+            "",
+            "{",
+            r#"{"Phase1Out":"!!!!"}"#,
+        ] {
+            assert_eq!(peek_proof(other.as_bytes()), None, "{other}");
+        }
+    }
 
     #[test]
     fn prover_id_is_leb128_of_miner_id() {
