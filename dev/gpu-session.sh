@@ -20,6 +20,9 @@
 #                                  # staged vs page-locked (--pin-mapped), idle and busy
 #   dev/gpu-session.sh supraseal  # supraseal-c2 single shot on the same C1s (carry
 #                                     # dev/supraseal/supraseal-c2-bench.tar.gz)
+#   dev/gpu-session.sh small-plain # the plain command at 2KiB and 8MiB, first run and
+#                                     # later ones, AB_FLAG / AB_ENV alternated (as the end
+#                                     # of full32-plain)
 #   dev/gpu-session.sh full32-gen # starts 32GiB TEST-ONLY parameters (~10 min, 47 GB;
 #                                     # detached, setsid) and writes a synthetic 32GiB C1;
 #                                     # later calls must follow within the machine's warm
@@ -101,6 +104,47 @@ setup() {
     done
 }
 
+# The plain command at 2KiB and 8MiB: a first run (the recording), $SMALL_RUNS (3) more,
+# then AB_FLAG on/off and AB_ENV=$AB_ON/$AB_OFF alternated ($SMALL_AB_RUNS pairs, 5); each
+# proof checked with verify-seal.
+small_plain() {
+    TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
+    setup
+    for sz in 2kib 8mib; do
+        rm -f "$CUZK_TEST_PARAMS/"*.pce
+        for i in 0 $(seq 1 "${SMALL_RUNS:-3}"); do
+            run "plain-$sz-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
+                --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
+            run "verify-$sz-$i" "$B/cuzk-dev" verify-seal --meta testdata/$sz/meta.json \
+                --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+        done
+        # AB_FLAG at this size too (SMALL_AB_RUNS pairs, 5 by default).
+        [ -n "${AB_FLAG:-}" ] || continue
+        for i in $(seq 1 "${SMALL_AB_RUNS:-5}"); do
+            for o in on off; do
+                run "plain-$sz-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
+                    --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings --$AB_FLAG $o
+                run "verify-$sz-$AB_FLAG-$o-$i" "$B/cuzk-dev" verify-seal \
+                    --meta testdata/$sz/meta.json --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+                grep -E "Elapsed" "$OUT/plain-$sz-$AB_FLAG-$o-$i.log" |
+                    sed "s/^/$sz $AB_FLAG=$o $i /" >> "$OUT/summary.txt"
+            done
+        done
+        [ -n "${AB_ENV:-}" ] || continue
+        for i in $(seq 1 "${SMALL_AB_RUNS:-5}"); do
+            for o in 1 0; do
+                if [ $o = 1 ]; then v=${AB_ON-1}; else v=${AB_OFF-0}; fi
+                run "plain-$sz-$AB_ENV-$o-$i" env "$AB_ENV=$v" "${TV[@]}" "$B/cuzk-prove" \
+                    --c1 testdata/$sz/c1.json --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
+                run "verify-$sz-$AB_ENV-$o-$i" "$B/cuzk-dev" verify-seal \
+                    --meta testdata/$sz/meta.json --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
+                grep -E "Elapsed" "$OUT/plain-$sz-$AB_ENV-$o-$i.log" |
+                    sed "s/^/$sz $AB_ENV=$o $i /" >> "$OUT/summary.txt"
+            done
+        done
+    done
+}
+
 run() { # name, command…
     local name=$1; shift
     "$@" > "$OUT/$name.log" 2>&1
@@ -109,6 +153,7 @@ run() { # name, command…
 
 case "${1:-}" in
 pack) pack ;;
+small-plain) small_plain ;;
 check)
     setup
     for t in ${CHECK_TESTS:-cuda_field cuda_msm cuda_ntt cuda_pce bad_input cuda_e2e gpus}; do
@@ -290,28 +335,7 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
         [ -n "${SUBGROUP_SAMPLE:-}" ] && run subgroup-32g "$B/cuzk-dev" subgroup-check \
             --params "$(ls "$D/p32/"*.params)" --sample "$SUBGROUP_SAMPLE"
         [ "${SMALL:-1}" = 1 ] || exit 0
-        setup
-        for sz in 2kib 8mib; do
-            rm -f "$CUZK_TEST_PARAMS/"*.pce
-            for i in 0 $(seq 1 "${SMALL_RUNS:-3}"); do
-                run "plain-$sz-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
-                    --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings
-                run "verify-$sz-$i" "$B/cuzk-dev" verify-seal --meta testdata/$sz/meta.json \
-                    --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
-            done
-            # AB_FLAG at this size too (SMALL_AB_RUNS pairs, 5 by default).
-            [ -n "${AB_FLAG:-}" ] || continue
-            for i in $(seq 1 "${SMALL_AB_RUNS:-5}"); do
-                for o in on off; do
-                    run "plain-$sz-$AB_FLAG-$o-$i" "${TV[@]}" "$B/cuzk-prove" --c1 testdata/$sz/c1.json \
-                        --param-cache "$CUZK_TEST_PARAMS" -o /tmp/p.bin --timings --$AB_FLAG $o
-                    run "verify-$sz-$AB_FLAG-$o-$i" "$B/cuzk-dev" verify-seal \
-                        --meta testdata/$sz/meta.json --param-cache "$CUZK_TEST_PARAMS" --proof /tmp/p.bin
-                    grep -E "Elapsed" "$OUT/plain-$sz-$AB_FLAG-$o-$i.log" |
-                        sed "s/^/$sz $AB_FLAG=$o $i /" >> "$OUT/summary.txt"
-                done
-            done
-        done
+        small_plain
         exit 0
     fi
     P=(--c1 "$D/c1-32g.json" --param-cache "$D/p32" --pce-cache "$D/pce" -o "$D/proof.bin" --timings)
