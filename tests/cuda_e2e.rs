@@ -64,6 +64,13 @@ fn gpu_proof_equals_cpu_proof_and_verifies() {
             c.b_g2 = BG2::Cpu;
             c.srs_decode = SrsDecode::Cpu;
         });
+        // The aux assignment sent packed and unpacked on the GPU (--pack-aux on): the
+        // same proof.
+        let packed = prove_with(&c1, Device::Cuda, 7, |c| c.pack_aux = true);
+        assert_eq!(
+            packed.proof, cpu.proof,
+            "{size}: GPU proof with --pack-aux on differs"
+        );
         // Sections copied from pageable memory (--pin off): the same proof.
         let pageable = prove_with(&c1, Device::Cuda, 7, |c| c.pin = false);
         assert_eq!(
