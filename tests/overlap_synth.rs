@@ -312,10 +312,15 @@ fn errors_stop_the_run_on_either_side() {
         "{msg}"
     );
     assert_eq!(proved, [0]);
-    assert_eq!(
+    // Partition 0's two tasks and partition 1's failing one; its other task may be
+    // skipped once its sibling has failed (3 tasks then), partition 2's never start.
+    let (ran, started) = (
         c.tasks_run.load(Ordering::SeqCst),
-        4,
-        "partition 2 was started"
+        c.started.lock().unwrap(),
+    );
+    assert!(
+        (3..=4).contains(&ran) && !started.contains(&2),
+        "partition 2 was started: {ran} tasks, partitions {started:?}"
     );
 
     // A panic in the circuit code: that partition's error, not a hang (the window would

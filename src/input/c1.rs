@@ -290,7 +290,10 @@ fn string_value<'a>(b: &'a [u8], key: &str) -> Option<&'a [u8]> {
     let mut rest = b.trim_ascii_start().strip_prefix(b"{")?;
     loop {
         let (name, after) = string(rest.trim_ascii_start())?;
-        let value = after.trim_ascii_start().strip_prefix(b":")?.trim_ascii_start();
+        let value = after
+            .trim_ascii_start()
+            .strip_prefix(b":")?
+            .trim_ascii_start();
         if name == key.as_bytes() {
             return string(value).map(|(v, _)| v);
         }
@@ -451,8 +454,11 @@ mod tests {
 
     #[test]
     fn the_proof_type_is_read_from_the_first_bytes() {
-        let two = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/2kib/c1.json"))
-            .unwrap();
+        let two = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata/2kib/c1.json"
+        ))
+        .unwrap();
         let whole = parse_c1(&two).unwrap().registered_proof;
         assert_eq!(peek_proof(&two), Some(whole));
         // The raw output, and the wrapper with SectorNum first and odd spacing.
@@ -461,7 +467,10 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(&raw);
         let w = format!("{{ \"SectorNum\" : 7 ,\n \"Phase1Out\":\"{b64}\",\"SectorSize\":2048}}");
         assert_eq!(peek_proof(w.as_bytes()), Some(whole));
-        let w = format!("{{\"Note\":\"x\",\"SectorNum\":null,\"Phase1Out\":\"{}\"}}", &b64[..100]);
+        let w = format!(
+            "{{\"Note\":\"x\",\"SectorNum\":null,\"Phase1Out\":\"{}\"}}",
+            &b64[..100]
+        );
         assert_eq!(peek_proof(w.as_bytes()), Some(whole));
         // Laid out otherwise, or not a C1: None (the whole parse decides).
         for other in [

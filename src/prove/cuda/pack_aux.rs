@@ -153,7 +153,9 @@ mod tests {
         let mut x = seed;
         (0..n)
             .map(|i| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 match (i % 4, x >> 63) {
                     (3, _) => Fr::from(x) * Fr::from(x >> 7) - Fr::ONE,
                     (_, 0) => Fr::ZERO,
