@@ -263,11 +263,13 @@ fn peek_proof(bytes: &[u8]) -> Option<RegisteredSealProof> {
         Some(b64) => {
             let b64 = &b64[..b64.len().min(PREFIX)];
             let whole = b64.len() / 4 * 4; // whole groups of four decode alone
-            base64::engine::general_purpose::STANDARD
-                .decode(&b64[..whole])
-                .ok()?
+            std::borrow::Cow::Owned(
+                base64::engine::general_purpose::STANDARD
+                    .decode(&b64[..whole])
+                    .ok()?,
+            )
         }
-        None => bytes[..bytes.len().min(PREFIX)].to_vec(),
+        None => std::borrow::Cow::Borrowed(&bytes[..bytes.len().min(PREFIX)]),
     };
     let name = string_value(&raw, "registered_proof")?;
     parse_registered_proof(std::str::from_utf8(name).ok()?).ok()
