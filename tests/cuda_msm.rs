@@ -241,7 +241,11 @@ fn check<G: TestGroup>(p: &[G::Aff], s: &[Fr], windows: &[usize], emulate: bool,
     let want = G::reference(p, s);
     for &window in windows {
         for split in [false, true] {
-            let cfg = Msm { window, split };
+            let cfg = Msm {
+                window,
+                split,
+                windows_per_pass: 0,
+            };
             let got = if emulate {
                 G::emulated(p, s, cfg)
             } else {
@@ -282,7 +286,11 @@ fn gather_cases<G: TestGroup>(ns: &[usize], emulate: bool) {
             let want = G::reference(&p, &s);
             let nonzero = s.iter().filter(|x| !bool::from(x.is_zero())).count() as u64;
             for split in [false, true] {
-                let cfg = Msm { window: 0, split };
+                let cfg = Msm {
+                    window: 0,
+                    split,
+                    windows_per_pass: 0,
+                };
                 let what = format!("gather n={n} {zeros}% 0, {ones}% 1, {cfg:?}");
                 let (got, report) = match &locked {
                     Some(l) => cuda::msm_points(cuda::Points::Host(l.get()), &s, cfg),
@@ -393,6 +401,63 @@ fn msm_matches_blstrs_emulated() {
     split_cases::<G2Projective>(&[1, 1000], &[0], true);
     gather_cases::<G1Projective>(&[1, 33, 5000], true);
     gather_cases::<G2Projective>(&[1000], true);
+}
+
+/// Windows sorted in passes of k (`Msm::windows_per_pass`, as a device short of memory
+/// runs them): every k, the last pass short or not, with the split off and on, points from
+/// the host in batches and not, give blstrs' sums.
+fn passes<G: TestGroup>(ns: &[usize], windows: &[usize], ks: &[u32], emulate: bool) {
+    for &n in ns {
+        let p = points::<G>(n, 700 + n as u64);
+        let s = scalars(n, 800 + n as u64);
+        let want = G::reference(&p, &s);
+        for &window in windows {
+            for &k in ks {
+                for split in [false, true] {
+                    let cfg = Msm {
+                        window,
+                        split,
+                        windows_per_pass: k,
+                    };
+                    let got = if emulate {
+                        G::emulated(&p, &s, cfg)
+                    } else {
+                        G::gpu(&p, &s, cfg)
+                    };
+                    let what = format!("passes n={n} {cfg:?} emulate={emulate}");
+                    let got = got.unwrap_or_else(|e| panic!("{} {what}: {e:#}", G::NAME));
+                    assert_same(got, want, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_in_window_passes_matches_blstrs_emulated() {
+    // c = 4: 64 windows (passes of 3: 21 and a last of 1); c = 9: 29; 4097 points arrive
+    // in batches that the first pass waits for and the later ones find there.
+    passes::<G1Projective>(&[1, 100], &[4, 9], &[1, 3, 5], true);
+    passes::<G1Projective>(&[4097], &[9], &[4], true);
+    passes::<G2Projective>(&[100], &[5], &[7], true);
+}
+
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_in_window_passes_matches_blstrs() {
+    if !gpu_or_skip() {
+        return;
+    }
+    passes::<G1Projective>(&[1, 100, 65537], &[0, 4, 13], &[1, 2, 5], false);
+    passes::<G1Projective>(&[1 << 20], &[0], &[1, 4], false);
+    passes::<G2Projective>(&[1000, 65537], &[0, 5], &[1, 3], false);
 }
 
 /// A measuring knob with a value that is not an integer in its range is ignored with a
@@ -518,6 +583,7 @@ fn msm_small() {
         Msm {
             window: 25,
             split: true,
+            windows_per_pass: 0,
         },
     )
     .unwrap_err();
@@ -570,7 +636,11 @@ where
         let n = n.min(3000 - offset);
         let want = G::reference(&pts[offset..offset + n], &s[..n]);
         for split in [false, true] {
-            let cfg = Msm { window: 0, split };
+            let cfg = Msm {
+                window: 0,
+                split,
+                windows_per_pass: 0,
+            };
             let got = cuda::msm_resident(&set, offset, &s[..n], cfg).unwrap();
             assert_same(got, want, &format!("resident MSM at {offset}+{n} {cfg:?}"));
         }
@@ -725,7 +795,11 @@ fn check_device_scalars(emulate: bool) {
         let pts = points::<G1Projective>(want.len() + 5, 9);
         let set = g1_on_device(&pts, emulate);
         for split in [false, true] {
-            let cfg = Msm { window: 0, split };
+            let cfg = Msm {
+                window: 0,
+                split,
+                windows_per_pass: 0,
+            };
             let all = cuda::Scalars::Device(&sel, 0, sel.len());
             let (got, _) = cuda::msm_with(cuda::Points::Device(&set, 5), all, cfg).unwrap();
             let want_p = G1Projective::reference(&pts[5..], &want);
@@ -791,6 +865,7 @@ fn check_upload_during(emulate: bool, pack: bool) {
         let cfg = Msm {
             window: 0,
             split: false,
+            windows_per_pass: 0,
         };
         Ok(cuda::msm_with(cuda::Points::Device(&set, 0), all, cfg)?.0)
     })

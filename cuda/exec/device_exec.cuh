@@ -492,18 +492,41 @@ struct DeviceExec {
         return 0;
     }
 
-    // Stable sort of (key, value) pairs by the low `bits` bits of the key.
-    int sort_pairs(const uint32_t* kin, uint32_t* kout, const uint32_t* vin, uint32_t* vout,
-                   uint32_t n, int bits) {
+    // Stable sort of (key, value) pairs by the low `bits` bits of the key, between two
+    // buffers each (CUB's double-buffer mode, which needs no copy of the pairs of its own:
+    // 8 bytes an entry less than sorting from one array into another, 14 GB for MSM h at
+    // 2^27): on return keys[0, n) and vals[0, n) hold the sorted pairs (the buffers are
+    // swapped when they ended in the others), keys_alt and vals_alt are scratch.
+    int sort_pairs(Buf<uint32_t>& keys, Buf<uint32_t>& keys_alt, Buf<uint32_t>& vals,
+                   Buf<uint32_t>& vals_alt, uint32_t n, int bits) {
         if (n == 0) return 0;
+        cub::DoubleBuffer<uint32_t> k(keys.ptr, keys_alt.ptr), v(vals.ptr, vals_alt.ptr);
         size_t tmp_bytes = 0;
-        CUZK_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, kin, kout, vin, vout, n,
-                                                   0, bits));
+        CUZK_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, tmp_bytes, k, v, n, 0, bits));
         Buf<char> tmp;
         CUZK_RC(alloc(tmp, tmp_bytes, "radix sort scratch"));
-        CUZK_CHECK(cub::DeviceRadixSort::SortPairs(tmp.ptr, tmp_bytes, kin, kout, vin, vout, n,
-                                                   0, bits));
+        CUZK_CHECK(cub::DeviceRadixSort::SortPairs(tmp.ptr, tmp_bytes, k, v, n, 0, bits));
+        if (k.Current() != keys.ptr) keys.swap(keys_alt);
+        if (v.Current() != vals.ptr) vals.swap(vals_alt);
         return 0;
+    }
+
+    // Bytes an allocation can have now: the device's free memory and what the pool holds
+    // for reuse (util/memory.cuh keeps freed memory), 0 when the device cannot say.
+    size_t available() {
+        int dev = 0;
+        size_t free_b = 0, total_b = 0;
+        cudaMemPool_t pool;
+        uint64_t reserved = 0, used = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess ||
+            cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) !=
+                cudaSuccess ||
+            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+            cudaGetLastError();
+            return 0;
+        }
+        return free_b + (reserved > used ? (size_t)(reserved - used) : 0);
     }
 
     int exclusive_sum(const uint32_t* in, uint32_t* out, uint32_t n) {

@@ -163,19 +163,25 @@ struct HostExec {
     int copy(T* dst, const T* src, size_t n) {
         return upload(dst, src, n);
     }
-    int sort_pairs(const uint32_t* kin, uint32_t* kout, const uint32_t* vin, uint32_t* vout,
-                   uint32_t n, int bits) {
+    int sort_pairs(Buf<uint32_t>& keys, Buf<uint32_t>& keys_alt, Buf<uint32_t>& vals,
+                   Buf<uint32_t>& vals_alt, uint32_t n, int bits) {
         const uint32_t mask = bits >= 32 ? ~0u : ((1u << bits) - 1);
+        const uint32_t* kin = keys.ptr;
         std::vector<uint32_t> idx(n);
         std::iota(idx.begin(), idx.end(), 0u);
         std::stable_sort(idx.begin(), idx.end(),
                          [&](uint32_t a, uint32_t b) { return (kin[a] & mask) < (kin[b] & mask); });
         for (uint32_t i = 0; i < n; ++i) {
-            kout[i] = kin[idx[i]];
-            vout[i] = vin[idx[i]];
+            keys_alt.ptr[i] = kin[idx[i]];
+            vals_alt.ptr[i] = vals.ptr[idx[i]];
         }
+        keys.swap(keys_alt);
+        vals.swap(vals_alt);
         return 0;
     }
+    // No limit of its own: the emulation's MSMs take every window in one pass unless told
+    // otherwise.
+    static size_t available() { return SIZE_MAX; }
     int exclusive_sum(const uint32_t* in, uint32_t* out, uint32_t n) {
         uint32_t acc = 0;
         for (uint32_t i = 0; i < n; ++i) {

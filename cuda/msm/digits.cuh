@@ -18,14 +18,18 @@ struct DigitsFn {
     uint32_t* keys;
     uint32_t* vals;
     size_t n;
-    unsigned c, windows;
+    unsigned c;
+    // The windows of this pass, [lo, hi): their digits only are written, window lo + j
+    // at keys[j·n + i] with keys from j·B (the carries of the windows below are still
+    // computed). One pass of every window: [0, windows).
+    unsigned lo, hi;
     uint32_t buckets;  // B = 2^(c−1)
     CUZK_HD void operator()(size_t i) const {
         const FrMont s = from_mont(scalars[i]);  // blstrs Scalars are Montgomery form
         const uint32_t full = 1u << c;
-        const uint32_t none = windows * buckets;
+        const uint32_t none = (hi - lo) * buckets;
         uint32_t carry = 0;
-        for (unsigned w = 0; w < windows; ++w) {
+        for (unsigned w = 0; w < hi; ++w) {
             const unsigned pos = w * c, limb = pos >> 6, off = pos & 63;
             uint64_t raw = 0;
             if (limb < 4) {
@@ -41,8 +45,10 @@ struct DigitsFn {
             } else {
                 carry = 0;
             }
-            keys[w * n + i] = d ? w * buckets + d - 1 : none;
-            vals[w * n + i] = (idx ? idx[i] : (uint32_t)i) | sign;
+            if (w < lo) continue;
+            const unsigned j = w - lo;
+            keys[j * n + i] = d ? j * buckets + d - 1 : none;
+            vals[j * n + i] = (idx ? idx[i] : (uint32_t)i) | sign;
         }
     }
 };

@@ -10,8 +10,9 @@ namespace {
 template <class F>
 int msm_entry(const void* set, size_t offset, const void* points, const void* scalar_set,
               size_t scalar_offset, const void* scalars, size_t n, int window, int split,
-              int emulate, void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
-              uint64_t* split_counts, float* ms, char* err, size_t errlen) {
+              uint32_t max_pass, int emulate, void* out, size_t out_cap, uint32_t* c_out,
+              uint32_t* windows_out, uint64_t* split_counts, float* ms, char* err,
+              size_t errlen) {
     const cuzk::FrMont* resident_scalars = nullptr;
     if (scalar_set) {
         const auto* ss = (const cuzk::ScalarSet*)scalar_set;
@@ -42,8 +43,8 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
     }
     return cuzk::with_exec(emulate != 0, err, errlen, "MSM", [&](auto& ex) {
         return cuzk::msm::msm_windows<F>(ex, resident, points, resident_scalars, scalars, n,
-                                         window, split, out, out_cap, c_out, windows_out,
-                                         split_counts, ms);
+                                         window, split, max_pass, out, out_cap, c_out,
+                                         windows_out, split_counts, ms);
     });
 }
 
@@ -55,31 +56,32 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 // scalar_set[scalar_offset..][..n] (cuzk_scalars_new) when scalar_set is not null, else the
 // host array `scalars`: blst_fr[n] (Montgomery);
 // window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
-// to one by batch addition and drops zeros before the buckets; split_counts (nullable)
-// receives [ones, bucketed, points copied from the host], ms (nullable) the compute
+// to one by batch addition and drops zeros before the buckets; max_pass ≠ 0 caps the
+// windows sorted at once (0: as many as the device's memory holds, pippenger.cuh);
+// split_counts (nullable) receives [ones, bucketed, points copied from the host], ms (nullable) the compute
 // milliseconds [split, buckets].
 // Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window
 // size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on
 // the host (tests without a GPU). Returns 0, or non-zero with err set.
 extern "C" int cuzk_msm_g1(const void* set, size_t offset, const void* points,
                            const void* scalar_set, size_t scalar_offset, const void* scalars,
-                           size_t n, int window, int split, int emulate, void* out,
-                           size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           size_t n, int window, int split, uint32_t max_pass, int emulate,
+                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
                            uint64_t* split_counts, float* ms, char* err, size_t errlen) {
     return msm_entry<cuzk::Fp>(set, offset, points, scalar_set, scalar_offset, scalars, n,
-                               window, split, emulate, out, out_cap, c_out, windows_out,
-                               split_counts, ms, err, errlen);
+                               window, split, max_pass, emulate, out, out_cap, c_out,
+                               windows_out, split_counts, ms, err, errlen);
 }
 
 // The same over G2: points blst_p2_affine, out blst_p2 (Jacobian over Fp2).
 extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
                            const void* scalar_set, size_t scalar_offset, const void* scalars,
-                           size_t n, int window, int split, int emulate, void* out,
-                           size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
+                           size_t n, int window, int split, uint32_t max_pass, int emulate,
+                           void* out, size_t out_cap, uint32_t* c_out, uint32_t* windows_out,
                            uint64_t* split_counts, float* ms, char* err, size_t errlen) {
     return msm_entry<cuzk::Fp2>(set, offset, points, scalar_set, scalar_offset, scalars, n,
-                                window, split, emulate, out, out_cap, c_out, windows_out,
-                                split_counts, ms, err, errlen);
+                                window, split, max_pass, emulate, out, out_cap, c_out,
+                                windows_out, split_counts, ms, err, errlen);
 }
 
 // Fewest points for which a split MSM over page-locked host points copies only those of

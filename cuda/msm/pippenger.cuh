@@ -312,8 +312,8 @@ struct Pippenger {
     // points_h; likewise the scalars (scalars_d, copied since the MSM consumes its copy,
     // or scalars_h).
     int run(const Affine<F>* resident, const Affine<F>* points_h, const FrMont* scalars_d,
-            const FrMont* scalars_h, size_t n, unsigned window, bool split, Jacobian<F>* out_h,
-            size_t out_cap,
+            const FrMont* scalars_h, size_t n, unsigned window, bool split, unsigned max_pass,
+            Jacobian<F>* out_h, size_t out_cap,
             unsigned* c_out, unsigned* windows_out, uint64_t* split_counts, float* ms) {
         if (n >= NEG_FLAG) {
             snprintf(err, errlen, "MSM of %zu points is too large for one call (limit 2^31)",
@@ -394,7 +394,7 @@ struct Pippenger {
             CUZK_RC(ex.launch(windows, InfFn<F>{sums_w.ptr}, "empty windows"));
         } else {
             CUZK_RC(buckets_to_windows(points, scalars, split ? tail_idx.ptr : nullptr, m, c,
-                                       sums_w));
+                                       max_pass, sums_w));
         }
         CUZK_RC(ex.stop(t_buckets));
         CUZK_RC(ex.start(t_ones));
@@ -422,31 +422,74 @@ struct Pippenger {
         return 0;
     }
 
-    // Steps 1-5 for m scalars (point index idx[i], or i without idx) into sums_w.
-    int buckets_to_windows(const Affine<F>* points, Buf<FrMont>& scalars, const uint32_t* idx,
-                           size_t m, unsigned c, Buf<XYZZ<F>>& sums_w) {
+    // Device bytes one window of a pass needs for m scalars with window size c: its
+    // digits' keys and point indices twice (the sort's two buffers, 16 bytes an entry),
+    // the accumulation's partial sums (at most one per SLICE_MIN entries and one a
+    // bucket), and per bucket its bounds, its sum and the window reduction's copy.
+    static size_t bytes_per_window(size_t m, unsigned c) {
+        const size_t per_window = size_t(1) << (c - 1);
+        return m * 16 + (m / SLICE_MIN + per_window) * sizeof(XYZZ<F>) +
+               per_window * (3 * sizeof(uint32_t) + 2 * sizeof(XYZZ<F>));
+    }
+
+    // Windows a pass of steps 1-5 takes: every window where the memory the device has now
+    // holds them with a tenth to spare (the H200 at 2^27: all 13), else as many as fit, at
+    // least one (an allocation that still fails says so); at most max_pass, when that is
+    // not 0 (tests), or CUZK_MSM_PASS (measurements). Each pass sorts m entries a window, so the sort's
+    // memory shrinks with the passes while its work stays the same: what lets MSM h run
+    // on a device where the SRS and a recording leave too little for all its windows at
+    // once (an 80 GB H100 at 32GiB).
+    unsigned windows_per_pass(size_t m, unsigned c, unsigned max_pass) {
         const unsigned windows = windows_for(c);
+        unsigned pass = windows;
+        const size_t avail = ex.available(), need = bytes_per_window(m, c);
+        if (avail != SIZE_MAX && need > 0) {
+            const size_t fit = avail / 10 * 9 / need;
+            pass = (unsigned)std::max<size_t>(1, std::min<size_t>(windows, fit));
+        }
+        if (!max_pass) max_pass = pass_fixed();
+        if (max_pass) pass = std::min(pass, max_pass);
+        return pass;
+    }
+
+    // Steps 1-5 for m scalars (point index idx[i], or i without idx) into sums_w, in
+    // passes of windows_per_pass windows; the scalars are freed once the last pass has
+    // its digits.
+    int buckets_to_windows(const Affine<F>* points, Buf<FrMont>& scalars, const uint32_t* idx,
+                           size_t m, unsigned c, unsigned max_pass, Buf<XYZZ<F>>& sums_w) {
+        const unsigned windows = windows_for(c), pass = windows_per_pass(m, c, max_pass);
+        if (pass < windows) CUZK_RC(ex.mark("(windows in passes)"));
+        for (unsigned lo = 0; lo < windows; lo += pass)
+            CUZK_RC(pass_to_windows(points, scalars, idx, m, c, lo, std::min(windows, lo + pass),
+                                    sums_w));
+        return 0;
+    }
+
+    // Steps 1-5 for the windows [lo, hi) into sums_w[lo, hi).
+    int pass_to_windows(const Affine<F>* points, Buf<FrMont>& scalars, const uint32_t* idx,
+                        size_t m, unsigned c, unsigned lo, unsigned hi, Buf<XYZZ<F>>& sums_w) {
+        const unsigned windows = hi - lo;
         const uint32_t per_window = 1u << (c - 1);
         const uint32_t groups = windows * per_window;
         const uint32_t N = (uint32_t)(m * windows);
 
         // 1-2. Signed digits, sorted by bucket.
         Buf<uint32_t> keys, vals;
-        CUZK_RC(ex.alloc(keys, N, "sorted bucket keys"));
-        CUZK_RC(ex.alloc(vals, N, "sorted point indices"));
+        CUZK_RC(ex.alloc(keys, N, "bucket keys"));
+        CUZK_RC(ex.alloc(vals, N, "point indices"));
         {
-            Buf<uint32_t> keys_in, vals_in;
-            CUZK_RC(ex.alloc(keys_in, N, "bucket keys"));
-            CUZK_RC(ex.alloc(vals_in, N, "point indices"));
+            Buf<uint32_t> keys_alt, vals_alt;
             CUZK_RC(ex.launch(m,
-                              DigitsFn{scalars.ptr, idx, keys_in.ptr, vals_in.ptr, m, c,
-                                       windows, per_window},
+                              DigitsFn{scalars.ptr, idx, keys.ptr, vals.ptr, m, c, lo, hi,
+                                       per_window},
                               "signed digits", 256));
-            scalars.reset();
+            if (hi == windows_for(c)) scalars.reset();
+            CUZK_RC(ex.alloc(keys_alt, N, "sorted bucket keys"));
+            CUZK_RC(ex.alloc(vals_alt, N, "sorted point indices"));
             int bits = 1;
             while (bits < 32 && (groups >> bits) != 0) ++bits;  // keys are ≤ groups
             CUZK_RC(ex.mark("signed digits"));
-            CUZK_RC(ex.sort_pairs(keys_in.ptr, keys.ptr, vals_in.ptr, vals.ptr, N, bits));
+            CUZK_RC(ex.sort_pairs(keys, keys_alt, vals, vals_alt, N, bits));
             CUZK_RC(ex.mark("radix sort"));
             CUZK_RC(ex.sync_stream("signed digits + radix sort"));
         }
@@ -497,7 +540,7 @@ struct Pippenger {
         CUZK_RC(ex.alloc(cnt, windows, "window sizes"));
         CUZK_RC(ex.launch(windows, UniformGroupsFn{chunks, first.ptr, cnt.ptr}, "window groups"));
         CUZK_RC(reduce_groups(parts, first, cnt, windows, chunks));
-        return ex.launch(windows, GatherFn<F>{first.ptr, cnt.ptr, parts.ptr, sums_w.ptr},
+        return ex.launch(windows, GatherFn<F>{first.ptr, cnt.ptr, parts.ptr, sums_w.ptr + lo},
                          "gather windows");
     }
 };
@@ -518,7 +561,7 @@ struct Pippenger {
 template <class F, class Exec>
 int msm_windows(Exec& ex, const void* resident, const void* points,
                 const void* resident_scalars, const void* scalars, size_t n, int window,
-                int split, void* out, size_t out_cap, uint32_t* c_out,
+                int split, unsigned max_pass, void* out, size_t out_cap, uint32_t* c_out,
                 uint32_t* windows_out, uint64_t* split_counts, float* ms) {
     char* err = ex.err;
     size_t errlen = ex.errlen;
@@ -536,7 +579,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points,
                   (const FrMont*)resident_scalars, (const FrMont*)scalars, n, (unsigned)window,
-                  split != 0, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
+                  split != 0, max_pass, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
     *c_out = c;
     *windows_out = windows;
     return 0;

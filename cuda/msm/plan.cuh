@@ -34,6 +34,12 @@ inline uint32_t slice_len(size_t entries, size_t slots) {
     while (len < SLICE_MAX && entries / (2 * len) >= 8 * slots) len *= 2;
     return len;
 }
+// CUZK_MSM_PASS=N sorts at most N windows at once in every MSM (Pippenger::
+// windows_per_pass), for measuring what the passes cost where memory would not need them.
+inline unsigned pass_fixed() {  // 0: as memory allows
+    static const long fixed = env_long("CUZK_MSM_PASS", 1, 256, 0);
+    return (unsigned)fixed;
+}
 constexpr uint32_t CHUNK = 16;  // buckets per thread in the running-sum window reduction
 constexpr uint32_t NEG_FLAG = 0x80000000u;
 constexpr unsigned MAX_C = 24;

@@ -2,6 +2,7 @@
 // any kernel: its free memory, the --pin switch, page-locking the caller's host memory.
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 
 #include <cuda_runtime.h>
 
@@ -21,6 +22,23 @@ extern "C" int cuzk_device_count(int* count, char* err, size_t errlen) {
     return 0;
 }
 
+// CUZK_GPU_RESERVE_MIB=N: N MiB of each device the process uses are taken once, when it
+// is first made current, and held to the end, so that a large GPU plans and proves as a
+// smaller one would (an H200's 141 GB as an 80 GB H100's with N = 58000), for measuring
+// the memory plan of smaller devices on the device at hand.
+static int reserve_once(int dev, char* err, size_t errlen) {
+    static const long mib = cuzk::env_long("CUZK_GPU_RESERVE_MIB", 0, 1L << 30, 0);
+    static std::mutex m;
+    static bool done[64] = {};
+    if (mib == 0) return 0;
+    std::lock_guard<std::mutex> lk(m);
+    if (dev >= 64 || done[dev]) return 0;
+    done[dev] = true;
+    void* p = nullptr;
+    CUZK_CHECK(cudaMalloc(&p, (size_t)mib << 20));  // never freed: the process's lifetime
+    return 0;
+}
+
 // Makes device `dev` current for the calling host thread (every later CUDA call of that
 // thread goes to it), after checking it exists.
 extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
@@ -32,7 +50,7 @@ extern "C" int cuzk_set_device(int dev, char* err, size_t errlen) {
         return -1;
     }
     CUZK_CHECK(cudaSetDevice(dev));
-    return 0;
+    return reserve_once(dev, err, errlen);
 }
 
 // The calling host thread's current device (for a helper thread that works beside it).

@@ -220,10 +220,12 @@ fn kernels(o: &Options, rows: &mut Rows) -> Result<()> {
         Msm {
             window: o.window,
             split: false,
+            windows_per_pass: 0,
         },
         Msm {
             window: o.window,
             split: true,
+            windows_per_pass: 0,
         },
     );
     if o.wants(BenchRows::MsmG1) {
@@ -511,6 +513,7 @@ fn partition(o: &Options, log: u32, rows: &mut Rows) -> Result<()> {
     let w = Msm {
         window: o.window,
         split: o.split,
+        windows_per_pass: 0,
     };
     partition_once(&p, &g1, &g2, w, o.overlap_aux)?; // warm-up
     let runs = (1..=o.runs)

@@ -92,6 +92,7 @@ fn choose_backend(cfg: &Config) -> Result<Devices> {
             let msm = prove::cuda::Msm {
                 window: cfg.msm_window,
                 split: cfg.split_msm,
+                windows_per_pass: 0,
             };
             let auto = cfg.device == Device::Auto;
             let (lock, quiet) = (cfg.gpu_lock, cfg.quiet);

@@ -70,6 +70,7 @@ pub fn prove_partitions(
                     let msm = crate::prove::cuda::Msm {
                         window: 0,
                         split: true,
+                        windows_per_pass: 0,
                     };
                     let c = Cuda::new(
                         msm,

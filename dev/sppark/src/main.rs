@@ -314,7 +314,11 @@ fn bench_group<P: Side>(a: &Args, max_log: u32, rows: &mut Vec<Row>) -> Result<(
         ] {
             let (sppark_ms, sppark_sum) = time(a.runs, || P::sppark(p, c))?;
             for &window in &a.cuzk_window {
-                let cfg = Msm { window, split };
+                let cfg = Msm {
+                window,
+                split,
+                windows_per_pass: 0,
+            };
                 let (cuzk_ms, cuzk_sum) = time(a.runs, || P::cuzk(p, s, cfg))?;
                 ensure!(
                     cuzk_sum == sppark_sum,

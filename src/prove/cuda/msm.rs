@@ -34,6 +34,7 @@ pub(super) mod ffi {
         n: usize,
         window: c_int,
         split: c_int,
+        max_pass: u32,
         emulate: c_int,
         out: *mut c_void,
         out_cap: usize,
@@ -55,6 +56,7 @@ pub(super) mod ffi {
             n: usize,
             window: c_int,
             split: c_int,
+            max_pass: u32,
             emulate: c_int,
             out: *mut c_void,
             out_cap: usize,
@@ -75,6 +77,7 @@ pub(super) mod ffi {
             n: usize,
             window: c_int,
             split: c_int,
+            max_pass: u32,
             emulate: c_int,
             out: *mut c_void,
             out_cap: usize,
@@ -205,6 +208,10 @@ pub struct Msm {
     /// Sum the points of scalars equal to one by batch addition and drop zeros before
     /// the buckets (the split MSM).
     pub split: bool,
+    /// At most this many windows' digits sorted at once, or 0: as many as the device's
+    /// free memory holds (all of them where there is room; fewer, in passes, on a device
+    /// the SRS and a recording fill). For tests and measurements.
+    pub windows_per_pass: u32,
 }
 
 /// What one MSM did on the device.
@@ -387,6 +394,7 @@ fn msm<P: GpuAffine>(
                 n,
                 window as i32,
                 cfg.split as i32,
+                cfg.windows_per_pass,
                 emulate as i32,
                 out.as_mut_ptr() as *mut _,
                 MAX_WINDOWS,

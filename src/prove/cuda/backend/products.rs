@@ -30,6 +30,14 @@ use crate::synth::{Abc, ProvingAssignment};
 /// `--upload-ahead` adds the next partition's aux assignment (32 more).
 const PCE_SCRATCH_PER_DOMAIN_ELEMENT: usize = 576;
 
+/// [`PCE_SCRATCH_PER_DOMAIN_ELEMENT`] with MSM h in window passes
+/// (`CUZK_MSM_PASS_PLAN=1`, resident.rs): the evaluation and the NTT's a, b, c (96) with
+/// the aux assignment (32) and the twist tables (≤ 32), or MSM h's H and its copy (64),
+/// the aux (32), the tables and one window's pass (≤ 28); 176 leaves ~10 % (an H100 at
+/// 32GiB: 8.9 GB of recording + 23.6 GB against the 28.2 GB the SRS leaves). Measure
+/// before trusting: this is the tightest of the plans.
+const PCE_PASS_SCRATCH_PER_DOMAIN_ELEMENT: usize = 176;
+
 /// A deferred assignment's evaluations on the host cores, where its recording does not
 /// fit the GPU.
 fn host_evaluations(pce: &Pce, p: &ProvingAssignment, t: &mut Timings) -> Result<[Vec<Fr>; 3]> {
@@ -104,7 +112,12 @@ impl PceRoom {
     /// current device.
     pub(super) fn fits(&self, pce: &Pce) -> Result<bool> {
         let m = pce.constraints().next_power_of_two();
-        let per = PCE_SCRATCH_PER_DOMAIN_ELEMENT + if self.upload_ahead { 32 } else { 0 };
+        let base = if super::resident::pass_plan() {
+            PCE_PASS_SCRATCH_PER_DOMAIN_ELEMENT
+        } else {
+            PCE_SCRATCH_PER_DOMAIN_ELEMENT
+        };
+        let per = base + if self.upload_ahead { 32 } else { 0 };
         let need = DevicePce::bytes_for(pce) + per * m;
         let free = match self.pending.load(Ordering::SeqCst) {
             0 => crate::prove::cuda::mem_info()?.0,

@@ -72,10 +72,36 @@ pub struct Prefetched {
 }
 
 /// Device memory the MSMs and the NTT need besides the resident SRS, per domain element.
-/// Estimated from the allocations (not measured): the H MSM's peak, while its 16 windows
-/// of digits are sorted, is ≈ 450 bytes (H and its copy 64, keys and values in and out
-/// 256, CUB's scratch ≈ 128); 640 leaves room for the allocator and CUB.
+/// Estimated from the allocations (not measured): the H MSM's peak with all its windows'
+/// digits sorted at once was ≈ 450 bytes (H and its copy 64, keys and values in and out
+/// 256, CUB's copy of them 128); 640 leaves room for the allocator. Since the sort runs
+/// between two buffers (no copy of CUB's own) and the MSM sorts its windows in passes
+/// where memory is short (`cuda/msm/pippenger.cuh`), the need is [`PASS_PLAN_SCRATCH_PER_DOMAIN_ELEMENT`]'s
+/// under `CUZK_MSM_PASS_PLAN=1`; 640 stays the default until that plan is measured on a
+/// device it changes (an 80 GB H100 at 32GiB: the SRS resident instead of loaded per MSM).
 const SCRATCH_PER_DOMAIN_ELEMENT: usize = 640;
+
+/// Whether the memory plan counts on MSM h's window passes (`CUZK_MSM_PASS_PLAN=1`).
+pub(super) fn pass_plan() -> bool {
+    std::env::var("CUZK_MSM_PASS_PLAN").is_ok_and(|v| v == "1")
+}
+
+/// Per domain element, beside the resident SRS, with MSM h in window passes: the NTT's
+/// a, b, c and H (128) with its twist tables (≤ 32 at 2^27, kept once made), or later
+/// MSM h's H and its copy (64) with the aux assignment arriving (32), the tables and one
+/// window's digits in the sort's two buffers (16) and their partial sums (≤ 12); 256
+/// leaves ~25 % for the allocator (34 GB at 2^27: 47 + 34 GB beside the 84 GB an H100
+/// has free).
+const PASS_PLAN_SCRATCH_PER_DOMAIN_ELEMENT: usize = 256;
+
+/// [`SCRATCH_PER_DOMAIN_ELEMENT`], or [`PASS_PLAN_SCRATCH_PER_DOMAIN_ELEMENT`] under `CUZK_MSM_PASS_PLAN=1`.
+fn scratch_per_domain_element() -> usize {
+    if pass_plan() {
+        PASS_PLAN_SCRATCH_PER_DOMAIN_ELEMENT
+    } else {
+        SCRATCH_PER_DOMAIN_ELEMENT
+    }
+}
 
 /// When the first partition waits for the SRS (`CUZK_EARLY_SRS`; at 32GiB the prover
 /// waited ~1.9 s for it):
@@ -290,7 +316,7 @@ impl Resident {
         if g2 {
             bytes += srs.b_g2.count * srs.b_g2.point_size;
         }
-        let need = bytes + SCRATCH_PER_DOMAIN_ELEMENT * srs.domain_size();
+        let need = bytes + scratch_per_domain_element() * srs.domain_size();
         if need > free {
             log::info!(
                 "SRS loaded per MSM: resident it needs {need} bytes with the MSM scratch, the \
