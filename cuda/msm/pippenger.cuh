@@ -424,17 +424,24 @@ struct Pippenger {
 
     // Device bytes one window of a pass needs for m scalars with window size c: its
     // digits' keys and point indices twice (the sort's two buffers, 16 bytes an entry),
-    // the accumulation's partial sums (at most one per SLICE_MIN entries and one a
-    // bucket), and per bucket its bounds, its sum and the window reduction's copy.
-    static size_t bytes_per_window(size_t m, unsigned c) {
+    // the accumulation's partial sums (one per slice of entries and one a bucket: at
+    // 2^27 slices of 128, ~1.5 bytes an entry), and per bucket its bounds, its sum and the
+    // window reduction's copy.
+    size_t bytes_per_window(size_t m, unsigned c) {
         const size_t per_window = size_t(1) << (c - 1);
-        return m * 16 + (m / SLICE_MIN + per_window) * sizeof(XYZZ<F>) +
+        const size_t slots = ex.resident_threads(SumSlicesFn<F>::MIN_BLOCKS);
+        const size_t len = slice_fixed() == 0 ? SEG
+                           : slots == 0       ? SLICE_MIN
+                                              : slice_len(m, slots);
+        return m * 16 + (m / len + per_window) * sizeof(XYZZ<F>) +
                per_window * (3 * sizeof(uint32_t) + 2 * sizeof(XYZZ<F>));
     }
 
-    // Windows a pass of steps 1-5 takes: every window where the memory the device has now
-    // holds them with a tenth to spare (the H200 at 2^27: all 13), else as many as fit, at
-    // least one (an allocation that still fails says so); at most max_pass, when that is
+    // Windows a pass of steps 1-5 takes: every window where three quarters of the memory
+    // the device has now hold them (the rest for what other streams allocate meanwhile:
+    // the next partition's aux assignment, 4.3 GB at 32GiB; the H200 at 2^27: 13 windows,
+    // ~33 GB, of ~70 GB free), else as many as fit there, at least one (an allocation
+    // that still fails says so); at most max_pass, when that is
     // not 0 (tests), or CUZK_MSM_PASS (measurements). Each pass sorts m entries a window, so the sort's
     // memory shrinks with the passes while its work stays the same: what lets MSM h run
     // on a device where the SRS and a recording leave too little for all its windows at
@@ -444,7 +451,7 @@ struct Pippenger {
         unsigned pass = windows;
         const size_t avail = ex.available(), need = bytes_per_window(m, c);
         if (avail != SIZE_MAX && need > 0) {
-            const size_t fit = avail / 10 * 9 / need;
+            const size_t fit = (avail - avail / 4) / need;
             pass = (unsigned)std::max<size_t>(1, std::min<size_t>(windows, fit));
         }
         if (!max_pass) max_pass = pass_fixed();
