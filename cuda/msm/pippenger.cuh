@@ -28,6 +28,12 @@
 //  6. out:      the window sums W_k, converted to Jacobian; the caller forms
 //               Σ_k 2^(ck)·W_k (windows·c doublings, cheap on the host).
 //
+// Steps 1–5 take the windows in passes where the device's free memory cannot hold every
+// window's sorted entries at once (16 bytes an entry a window: 28 GB for MSM h at 2^27):
+// each pass recodes the scalars again (carries included) but keeps only its windows'
+// digits, so an 80 GB GPU can run MSM h beside the resident SRS and a recording
+// (windows_per_pass; on the H200 every window fits in one pass).
+//
 // Split (supraseal's idea for witness scalars, most of which are 0 or 1): before step 1
 // the scalars are classified on the device; zeros are dropped, only the rest, the tail,
 // goes through digits and sort, with the window size chosen for the tail, and the points
