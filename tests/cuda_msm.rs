@@ -446,6 +446,47 @@ fn msm_in_window_passes_matches_blstrs_emulated() {
     passes::<G2Projective>(&[100], &[5], &[7], true);
 }
 
+/// With less device memory (the emulation's stand-in, set for this thread) the MSM takes
+/// its windows in passes by itself: all of them with no limit, fewer as the memory shrinks
+/// (never more with less), one with next to none, and blstrs' sum every time.
+#[test]
+#[cfg_attr(
+    not(cuzk_cuda),
+    ignore = "SKIPPED: built without CUDA (nvcc not found)"
+)]
+fn msm_passes_follow_the_free_memory_emulated() {
+    let n = 4097;
+    let (p, s) = (points::<G1Projective>(n, 31), scalars(n, 32));
+    let want = G1Projective::reference(&p, &s);
+    let cfg = Msm {
+        window: 9, // 29 windows of 256 buckets
+        split: false,
+        windows_per_pass: 0,
+    };
+    let mut last = u32::MAX;
+    for bytes in [usize::MAX, 4 << 20, 1 << 20, 400 << 10, 1] {
+        cuda::emulate_free_memory(bytes);
+        let got = cuda::msm_points_emulated(&p, &s, cfg);
+        cuda::emulate_free_memory(usize::MAX);
+        let (got, report) = got.unwrap_or_else(|e| panic!("{bytes} bytes free: {e:#}"));
+        assert_same(got, want, &format!("{bytes} bytes free"));
+        let k = report.windows_per_pass;
+        match bytes {
+            usize::MAX => assert_eq!(k, 29, "no limit: one pass"),
+            1 => assert_eq!(k, 1, "next to no memory: a window a pass"),
+            _ => assert!(
+                k >= 1 && k <= last,
+                "{bytes} bytes free: {k} windows a pass"
+            ),
+        }
+        if bytes == 4 << 20 {
+            // ~265 KB a window (sorted entries, partial sums, buckets): some, not all.
+            assert!(k > 1 && k < 29, "4 MiB free: {k} windows a pass");
+        }
+        last = k;
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(cuzk_cuda),

@@ -179,9 +179,13 @@ struct HostExec {
         vals.swap(vals_alt);
         return 0;
     }
-    // No limit of its own: the emulation's MSMs take every window in one pass unless told
-    // otherwise.
-    static size_t available() { return SIZE_MAX; }
+    // The device memory the emulation pretends is free: no limit, unless a test set one
+    // for its thread (cuzk_msm_emulated_memory), to see an MSM take its windows in passes.
+    static size_t& emulated_available() {
+        static thread_local size_t bytes = SIZE_MAX;
+        return bytes;
+    }
+    static size_t available() { return emulated_available(); }
     int exclusive_sum(const uint32_t* in, uint32_t* out, uint32_t n) {
         uint32_t acc = 0;
         for (uint32_t i = 0; i < n; ++i) {

@@ -58,7 +58,8 @@ int msm_entry(const void* set, size_t offset, const void* points, const void* sc
 // window the bits per window (0 = automatic). split ≠ 0 sums the points of scalars equal
 // to one by batch addition and drops zeros before the buckets; max_pass ≠ 0 caps the
 // windows sorted at once (0: as many as the device's memory holds, pippenger.cuh);
-// split_counts (nullable) receives [ones, bucketed, points copied from the host], ms (nullable) the compute
+// split_counts (nullable) receives [ones, bucketed, points copied from the host, windows
+// a pass], ms (nullable) the compute
 // milliseconds [split, buckets].
 // Writes *windows_out ≤ out_cap Jacobian blst_p1 window sums W_k to out and the window
 // size to *c_out; the MSM is Σ_k 2^(c·k)·W_k. emulate ≠ 0 runs the same per-thread code on
@@ -82,6 +83,12 @@ extern "C" int cuzk_msm_g2(const void* set, size_t offset, const void* points,
     return msm_entry<cuzk::Fp2>(set, offset, points, scalar_set, scalar_offset, scalars, n,
                                 window, split, max_pass, emulate, out, out_cap, c_out,
                                 windows_out, split_counts, ms, err, errlen);
+}
+
+// Tests: the device memory the emulation pretends is free for the MSMs this host thread
+// runs (SIZE_MAX: no limit), so that they take their windows in passes.
+extern "C" void cuzk_msm_emulated_memory(size_t bytes) {
+    cuzk::HostExec::emulated_available() = bytes;
 }
 
 // Fewest points for which a split MSM over page-locked host points copies only those of

@@ -79,6 +79,8 @@ struct Pippenger {
     // destination and the flags are freed.
     Buf<Affine<F>> uploaded;
     typename Exec::Pending points_upload;
+    // Windows a pass of steps 1-5 took (0 when no scalar reached the buckets).
+    unsigned pass_used = 0;
 
     // Segments of each group (cnt → segs, seg_off) and their total.
     int segment(const Buf<uint32_t>& cnt, uint32_t groups, uint32_t seg, Buf<uint32_t>& segs,
@@ -423,6 +425,7 @@ struct Pippenger {
             ms[0] += ones_ms;
         }
         CUZK_RC(ex.download(out_h, out.ptr, windows));
+        if (split_counts) split_counts[3] = pass_used;
         *c_out = c;
         *windows_out = windows;
         return 0;
@@ -471,6 +474,7 @@ struct Pippenger {
     int buckets_to_windows(const Affine<F>* points, Buf<FrMont>& scalars, const uint32_t* idx,
                            size_t m, unsigned c, unsigned max_pass, Buf<XYZZ<F>>& sums_w) {
         const unsigned windows = windows_for(c), pass = windows_per_pass(m, c, max_pass);
+        pass_used = pass;
         if (pass < windows) CUZK_RC(ex.mark("(windows in passes)"));
         for (unsigned lo = 0; lo < windows; lo += pass)
             CUZK_RC(pass_to_windows(points, scalars, idx, m, c, lo, std::min(windows, lo + pass),
@@ -564,7 +568,8 @@ struct Pippenger {
 // buckets (see the top of this file); split_counts, when not null, receives the number of
 // ones, of scalars that went through the buckets (with split off: 0 and n) and of points
 // that crossed from host memory (0 for resident points, n for a copy, the ones' and the
-// tail's for a gather). The points are `resident` (executor memory) when that is not
+// tail's for a gather), then the windows a pass took (split_counts[3]; 0 when no scalar
+// reached the buckets). The points are `resident` (executor memory) when that is not
 // null, else the host array `points`; the scalars likewise `resident_scalars`, else the
 // host array `scalars`.
 // ms, when not null, receives the device time in milliseconds (CUDA events) of the split
@@ -580,7 +585,7 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
     size_t errlen = ex.errlen;
     *c_out = 0;
     *windows_out = 0;
-    if (split_counts) split_counts[0] = split_counts[1] = split_counts[2] = 0;
+    if (split_counts) split_counts[0] = split_counts[1] = split_counts[2] = split_counts[3] = 0;
     if (ms) ms[0] = ms[1] = 0;
     if (window < 0 || window > (int)MAX_C) {
         snprintf(err, errlen, "MSM window size %d out of range (0 = automatic, 1..=%u)", window,

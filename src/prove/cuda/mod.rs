@@ -14,12 +14,12 @@ pub mod pack_aux;
 pub mod pce_eval;
 mod points;
 mod scalars;
+#[cfg(feature = "test-kernels")]
+pub use msm::{emulate_free_memory, msm_g1_emulated, msm_g2_emulated, msm_points_emulated};
 pub use msm::{
     gather_min_points, msm_g1, msm_g2, msm_points, msm_resident, msm_with, DevicePoints,
     DeviceScalars, GpuAffine, Msm, MsmReport, Points, Scalars,
 };
-#[cfg(feature = "test-kernels")]
-pub use msm::{msm_g1_emulated, msm_g2_emulated, msm_points_emulated};
 
 pub const NO_CUDA_BUILD: &str = "this build of cuzk-prove has no CUDA backend (built without \
 nvcc); rebuild with the CUDA toolkit (README: building with CUDA) or use --device cpu";

@@ -89,6 +89,8 @@ pub(super) mod ffi {
             errlen: usize,
         ) -> c_int;
         pub(crate) fn cuzk_msm_gather_min(emulate: c_int) -> usize;
+        #[cfg(feature = "test-kernels")]
+        pub(crate) fn cuzk_msm_emulated_memory(bytes: usize);
         pub(crate) fn cuzk_points_new(
             g2: c_int,
             raw: *const c_void,
@@ -227,6 +229,9 @@ pub struct MsmReport {
     pub copied: u64,
     /// Pippenger window bits.
     pub window: u32,
+    /// Windows sorted at once (all of them unless memory or [`Msm::windows_per_pass`]
+    /// made it fewer; 0 when no scalar reached the buckets).
+    pub windows_per_pass: u32,
     /// Compute time in ms of the split (classification and batch addition) and of the
     /// buckets and windows; transfers excluded.
     pub split_ms: f32,
@@ -246,6 +251,20 @@ pub fn gather_min_points(emulated: bool) -> usize {
         let _ = emulated;
         usize::MAX
     }
+}
+
+/// Tests: the device memory the host emulation pretends is free for the MSMs this thread
+/// runs (`usize::MAX`: no limit, the default), so that they take their windows in passes
+/// as a GPU short of memory does.
+#[cfg(feature = "test-kernels")]
+pub fn emulate_free_memory(bytes: usize) {
+    #[cfg(cuzk_cuda)]
+    // SAFETY: sets a thread-local value of the emulation.
+    unsafe {
+        ffi::cuzk_msm_emulated_memory(bytes)
+    };
+    #[cfg(not(cuzk_cuda))]
+    let _ = bytes;
 }
 
 /// Σ scalars[i]·points[i] in G1 on the GPU.
@@ -374,7 +393,7 @@ fn msm<P: GpuAffine>(
         // and G2Projective are (#[repr(transparent)] over blst_p1 / blst_p2).
         let mut out = vec![P::Projective::identity(); MAX_WINDOWS];
         let (mut c, mut windows) = (0u32, 0u32);
-        let mut counts = [0u64; 3];
+        let mut counts = [0u64; 4];
         let mut ms = [0f32; 2];
         // SAFETY: P is G1Affine or G2Affine (GpuAffine is sealed), #[repr(transparent)]
         // over blst_p1_affine / blst_p2_affine, the device's Affine<Fp> / Affine<Fp2>;
@@ -382,7 +401,7 @@ fn msm<P: GpuAffine>(
         // scalars hold n elements; a set holds offset + n points (checked above and again
         // by the callee); a scalar set holds offset + n (checked above and by the callee);
         // out holds MAX_WINDOWS points of the blst layout and the callee
-        // writes at most out_cap.
+        // writes at most out_cap; counts holds the 4 values the callee writes.
         super::call(|e, l| unsafe {
             P::FFI(
                 set,
@@ -429,6 +448,7 @@ fn msm<P: GpuAffine>(
             bucketed: counts[1],
             copied: counts[2],
             window: c,
+            windows_per_pass: counts[3] as u32,
             split_ms: ms[0],
             buckets_ms: ms[1],
         };
