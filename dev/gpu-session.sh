@@ -50,6 +50,8 @@
 #                                     # alternated the same way. TIMELINE=1 logs at info
 #                                     # level (millisecond timestamps) in every run;
 #                                     # PROVE_ARGS="--flag v" goes to every run.
+#                                     # LEAVE_FREE_MIB=N: the GPU proves with only N MiB
+#                                     # free (the rest held: CUZK_GPU_RESERVE_MIB).
 #   dev/gpu-session.sh full32-binab  # waits, then this build against an earlier one
 #                                     # (.gpu/old.tgz), alternated ($AB_RUNS pairs)
 #   dev/gpu-session.sh full32-native # waits, then bench-witness on the 32GiB C1 (16
@@ -266,6 +268,17 @@ full32-gen|full32-wait|full32-run|full32-native|full32-plain|full32-binab)
         [ "$1" = full32-binab ] || exit 0
     TV=(); [ -x /usr/bin/time ] && TV=(/usr/bin/time -v)
     [ "${TIMELINE:-0}" = 1 ] && export RUST_LOG=cuzk_prove=info
+    # LEAVE_FREE_MIB=N: every run holds all but N MiB of the GPU's free memory
+    # (CUZK_GPU_RESERVE_MIB), so that an H200 plans and proves as a smaller card (80550
+    # leaves what an 80 GB H100 has free: 84.47 GB).
+    if [ -n "${LEAVE_FREE_MIB:-}" ]; then
+        F=$(nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits | head -1)
+        if [ "$F" -gt "$LEAVE_FREE_MIB" ]; then
+            export CUZK_GPU_RESERVE_MIB=$((F - LEAVE_FREE_MIB))
+            echo "GPU: $F MiB free, $CUZK_GPU_RESERVE_MIB held, $LEAVE_FREE_MIB left" |
+                tee -a "$OUT/summary.txt"
+        fi
+    fi
     if [ "$1" = full32-binab ]; then
         # This build against an earlier one (.gpu/old.tgz: cuzk-prove-old), alternated,
         # AB_RUNS pairs after one recording run each; each keeps its recording in a
