@@ -450,8 +450,8 @@ struct Pippenger {
     // the device has now hold them (the rest for what other streams allocate meanwhile:
     // the next partition's aux assignment, 4.3 GB at 32GiB; the H200 at 2^27: 13 windows,
     // ~33 GB, of ~70 GB free), else as many as fit there, at least one (an allocation
-    // that still fails says so); at most max_pass, when that is
-    // not 0 (tests), or CUZK_MSM_PASS (measurements). Each pass sorts m entries a window, so the sort's
+    // that still fails says so); at most max_pass when that is not 0 (tests), or
+    // CUZK_MSM_PASS (measurements). Each pass sorts m entries a window, so the sort's
     // memory shrinks with the passes while its work stays the same: what lets MSM h run
     // on a device where the SRS and a recording leave too little for all its windows at
     // once (an 80 GB H100 at 32GiB).
