@@ -518,7 +518,8 @@ struct DeviceExec {
         size_t free_b = 0, total_b = 0;
         cudaMemPool_t pool;
         uint64_t reserved = 0, used = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess ||
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaMemGetInfo(&free_b, &total_b) != cudaSuccess ||
             cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
             cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) !=
                 cudaSuccess ||

@@ -597,7 +597,8 @@ int msm_windows(Exec& ex, const void* resident, const void* points,
     unsigned c, windows;
     CUZK_RC(p.run((const Affine<F>*)resident, (const Affine<F>*)points,
                   (const FrMont*)resident_scalars, (const FrMont*)scalars, n, (unsigned)window,
-                  split != 0, max_pass, (Jacobian<F>*)out, out_cap, &c, &windows, split_counts, ms));
+                  split != 0, max_pass, (Jacobian<F>*)out, out_cap, &c, &windows,
+                  split_counts, ms));
     *c_out = c;
     *windows_out = windows;
     return 0;
