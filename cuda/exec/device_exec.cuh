@@ -514,20 +514,12 @@ struct DeviceExec {
     // Bytes an allocation can have now: the device's free memory and what the pool holds
     // for reuse (util/memory.cuh keeps freed memory), 0 when the device cannot say.
     size_t available() {
-        int dev = 0;
         size_t free_b = 0, total_b = 0;
-        cudaMemPool_t pool;
-        uint64_t reserved = 0, used = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaMemGetInfo(&free_b, &total_b) != cudaSuccess ||
-            cudaDeviceGetDefaultMemPool(&pool, dev) != cudaSuccess ||
-            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) !=
-                cudaSuccess ||
-            cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+        if (device_available(&free_b, &total_b) != cudaSuccess) {
             cudaGetLastError();
             return 0;
         }
-        return free_b + (reserved > used ? (size_t)(reserved - used) : 0);
+        return free_b;
     }
 
     int exclusive_sum(const uint32_t* in, uint32_t* out, uint32_t n) {

@@ -8,6 +8,7 @@
 
 #include "error.cuh"
 #include "env.cuh"
+#include "memory.cuh"
 
 // Number of CUDA devices; 0 (not an error) when there is no driver or no GPU.
 extern "C" int cuzk_device_count(int* count, char* err, size_t errlen) {
@@ -72,16 +73,7 @@ extern "C" int cuzk_device_name(int dev, char* name, size_t len, char* err, size
 // all): after one partition's MSMs that is tens of gigabytes the driver reports as taken,
 // and an allocation that needs it gets it (pool_alloc trims the pool and tries again).
 extern "C" int cuzk_mem_info(size_t* free_b, size_t* total_b, char* err, size_t errlen) {
-    *free_b = *total_b = 0;
-    CUZK_CHECK(cudaMemGetInfo(free_b, total_b));
-    int dev = 0;
-    cudaMemPool_t pool;
-    uint64_t reserved = 0, used = 0;
-    CUZK_CHECK(cudaGetDevice(&dev));
-    CUZK_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
-    CUZK_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-    CUZK_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
-    if (reserved > used) *free_b += (size_t)(reserved - used);
+    CUZK_CHECK(cuzk::device_available(free_b, total_b));
     return 0;
 }
 

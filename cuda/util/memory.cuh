@@ -41,6 +41,24 @@ inline cudaError_t pool_alloc(void** p, size_t bytes) {
     return e;
 }
 
+// Bytes an allocation on the current device can have now: what the driver reports free
+// plus what the pool holds for reuse but no allocation uses (pool_alloc keeps it all, and
+// trims it when an allocation needs it). *total_b: the device's memory.
+inline cudaError_t device_available(size_t* free_b, size_t* total_b) {
+    *free_b = *total_b = 0;
+    int dev = 0;
+    cudaMemPool_t pool;
+    uint64_t reserved = 0, used = 0;
+    cudaError_t e = cudaMemGetInfo(free_b, total_b);
+    if (e == cudaSuccess) e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, dev);
+    if (e == cudaSuccess)
+        e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+    if (e == cudaSuccess) e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    if (e == cudaSuccess && reserved > used) *free_b += (size_t)(reserved - used);
+    return e;
+}
+
 // Owning buffer for device memory: movable, not copyable, freed on scope exit or reset()
 // (in stream order: work already queued that reads it still sees it).
 template <class T>
